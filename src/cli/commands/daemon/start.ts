@@ -1,0 +1,96 @@
+// `panelctl daemon start`: initialises the data directory when needed, then either serves in
+// the foreground or starts a detached daemon and waits until its API answers.
+import { spawn } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, Option } from 'commander';
+import { DEFAULT_HOST, DEFAULT_PORT, layout } from '../../../shared/paths.js';
+import { EXIT } from '../../../shared/errors.js';
+import type { Context } from '../../context.js';
+import { CliError, UsageError } from '../../errors.js';
+import { reportInit } from '../init.js';
+import { waitForHealth } from './health.js';
+
+export interface DaemonStartOptions {
+  foreground?: boolean;
+  host: string;
+  port: string;
+  tls: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  allowPrivateWebhooks?: boolean;
+  logLevel: string;
+}
+
+export function daemonStartCommand(ctx: Context): Command {
+  return new Command('start')
+    .description('start the daemon (detached unless --foreground)')
+    .option('--foreground', 'run in this process and log to stdout')
+    .option('--host <host>', 'address to listen on', DEFAULT_HOST)
+    .option('--port <port>', 'port to listen on (0: any free port)', String(DEFAULT_PORT))
+    .option('--no-tls', 'serve plain HTTP (a warning is logged when the host is not loopback)')
+    .option('--tls-cert <file>', 'PEM certificate to serve instead of the generated one')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
+    .option('--allow-private-webhooks', 'allow webhook deliveries to loopback and private networks')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug']).default('info'))
+    .action(async (options: DaemonStartOptions) => daemonStartRun(ctx, options));
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port must be an integer from 0 to 65535, got "${value}"`);
+  return port;
+}
+
+export async function daemonStartRun(ctx: Context, options: DaemonStartOptions): Promise<void> {
+  const port = parsePort(options.port);
+  if (Boolean(options.tlsCert) !== Boolean(options.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
+  const dir = ctx.dataDir();
+  const paths = layout(dir);
+  const { isInitialised, initDataDir } = await import('../../../daemon/init.js');
+  const { readPid, isAlive } = await import('../../../daemon/lock.js');
+
+  const pid = await readPid(paths.pidFile);
+  if (pid && isAlive(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
+  if (!(await isInitialised(dir))) reportInit(ctx, await initDataDir(dir));
+
+  if (options.foreground) {
+    const { runDaemon, handleSignals } = await import('../../../daemon/server.js');
+    let daemon;
+    try {
+      daemon = await runDaemon({
+        dataDir: dir,
+        host: options.host,
+        port,
+        tls: options.tls,
+        tlsCert: options.tlsCert,
+        tlsKey: options.tlsKey,
+        allowPrivateWebhooks: options.allowPrivateWebhooks,
+        logLevel: options.logLevel,
+      });
+    } catch (error) {
+      throw new CliError(`cannot start the daemon: ${(error as Error).message}`, EXIT.ERROR);
+    }
+    handleSignals(daemon);
+    // Keep running: the signal handler exits the process.
+    await new Promise(() => undefined);
+    return;
+  }
+
+  const args = [fileURLToPath(new URL('../../../../bin/panelctl.js', import.meta.url)), 'daemon', 'start', '--foreground'];
+  args.push('--data-dir', dir, '--host', options.host, '--port', String(port), '--log-level', options.logLevel);
+  if (!options.tls) args.push('--no-tls');
+  if (options.tlsCert) args.push('--tls-cert', options.tlsCert, '--tls-key', options.tlsKey!);
+  if (options.allowPrivateWebhooks) args.push('--allow-private-webhooks');
+  const log = openSync(paths.logFile, 'a', 0o600);
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: ctx.env });
+  closeSync(log);
+  let exited: number | null = null;
+  child.on('exit', (code) => {
+    exited = code ?? 1;
+  });
+  child.unref();
+  const state = await waitForHealth(ctx, paths, () => exited, 30_000);
+  if (ctx.json) ctx.printJson({ url: state.url, pid: state.pid });
+  else ctx.out(`panelctl daemon running at ${state.url} (pid ${state.pid}); log: ${paths.logFile}`);
+}

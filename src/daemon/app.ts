@@ -1,0 +1,57 @@
+// The fastify application, built without listening so tests can drive it with app.inject.
+// Order matters: the error handler first (everything after it answers with the envelope),
+// then shared services, then authentication (routes rely on request.principal), then routes.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { TokenService } from './auth/tokens.js';
+import authPlugin from './plugins/auth.js';
+import errorsPlugin from './plugins/errors.js';
+import { validatorCompiler } from './plugins/validation.js';
+import loginRoutes from './routes/auth/login.js';
+import settingsRoutes from './routes/admin/settings.js';
+import healthRoutes from './routes/health/index.js';
+import type { DaemonOptions } from './services.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/** Request and response fields that never reach a log line. */
+export const LOG_REDACT = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  '*.password',
+  '*.secret',
+  '*.token',
+  '*.key',
+  '*.totp_code',
+];
+
+export async function buildApp(options: DaemonOptions, server: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT,
+    logger: false,
+    trustProxy: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
+    ...server,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+
+  await app.register(errorsPlugin);
+  app.decorate('daemon', options);
+  app.decorate('store', options.store);
+  app.decorate('clock', options.clock ?? Date.now);
+  app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
+  await app.register(authPlugin);
+
+  await app.register(
+    async (api) => {
+      await api.register(healthRoutes);
+      await api.register(loginRoutes);
+      await api.register(settingsRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

@@ -1,0 +1,19 @@
+// API key format (section 2.3): `ncp_` + 64 hex characters from 32 random bytes. Only the
+// SHA-256 hash is stored; lookups hash the presented key and find it by that hash.
+import { createHash, randomBytes } from 'node:crypto';
+
+export const API_KEY_PATTERN = /^ncp_[0-9a-f]{64}$/;
+export const KEY_PREFIX_LENGTH = 20;
+
+export function generateApiKey(): { key: string; hash: string; prefix: string } {
+  const key = `ncp_${randomBytes(32).toString('hex')}`;
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, KEY_PREFIX_LENGTH) };
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function looksLikeApiKey(token: string): boolean {
+  return token.startsWith('ncp_');
+}

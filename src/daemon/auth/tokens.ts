@@ -1,0 +1,47 @@
+// JWTs for interactive use: HS256 with the data directory's secret, claims sub, role, iat,
+// exp, jti. Verification pins the algorithm, so `alg: none` or RS/ES tokens are refused.
+import { randomUUID } from 'node:crypto';
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import type { Role } from '../../store/types.js';
+
+export interface TokenClaims {
+  sub: string;
+  role: Role;
+  iat: number;
+  exp: number;
+  jti: string;
+}
+
+export class TokenError extends Error {}
+
+export class TokenService {
+  constructor(
+    private readonly secret: Uint8Array,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async issue(userId: number, role: Role, ttlSeconds: number): Promise<string> {
+    const now = Math.floor(this.clock() / 1000);
+    return new SignJWT({ role })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(String(userId))
+      .setIssuedAt(now)
+      .setExpirationTime(now + ttlSeconds)
+      .setJti(randomUUID())
+      .sign(this.secret);
+  }
+
+  async verify(token: string): Promise<TokenClaims> {
+    try {
+      const { payload } = await jwtVerify(token, this.secret, {
+        algorithms: ['HS256'],
+        currentDate: new Date(this.clock()),
+        requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+      });
+      return payload as unknown as TokenClaims;
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw new TokenError('token expired: log in again');
+      throw new TokenError('invalid token');
+    }
+  }
+}

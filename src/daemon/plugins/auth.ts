@@ -1,0 +1,87 @@
+// One authentication hook for every route. Resolves the caller from `Authorization: Bearer`
+// (a JWT or an `ncp_` API key) or `X-API-Key`, then enforces the route's `config.auth` level.
+import fp from 'fastify-plugin';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../../shared/errors.js';
+import { hashApiKey, looksLikeApiKey } from '../auth/api-keys.js';
+import { TokenError } from '../auth/tokens.js';
+import type { Principal } from '../services.js';
+
+/** Extracts the presented credential, or null when none was sent. */
+export function presentedCredential(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header === 'string' && header.length > 0) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the Authorization header must be "Bearer <token>"');
+    return match[1];
+  }
+  const apiKey = request.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey.length > 0) return apiKey.trim();
+  return null;
+}
+
+export async function resolvePrincipal(app: FastifyInstance, credential: string): Promise<Principal> {
+  const now = app.clock();
+  if (looksLikeApiKey(credential)) {
+    const key = await app.store.apiKeys.byHash(hashApiKey(credential));
+    if (!key) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
+    if (key.expires_at && Date.parse(key.expires_at) <= now) {
+      throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key has expired');
+    }
+    const user = await app.store.users.get(key.user_id);
+    if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
+    app.store.apiKeys.touch(key.id, new Date(now).toISOString());
+    return { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id };
+  }
+  let claims;
+  try {
+    claims = await app.tokens.verify(credential);
+  } catch (error) {
+    const reason = error instanceof TokenError ? error.message : 'invalid token';
+    throw new ApiError('NOT_AUTHENTICATED', `authentication required: ${reason}`);
+  }
+  const user = await app.store.users.get(Number(claims.sub));
+  if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the account no longer exists');
+  return { user, userId: user.id, role: user.role, via: 'jwt' };
+}
+
+export default fp(
+  async function auth(app: FastifyInstance) {
+    app.decorateRequest('principal', null);
+
+    app.addHook('onRequest', async (request) => {
+      if (request.is404) return;
+      const level = request.routeOptions.config?.auth ?? 'user';
+      if (level === 'none') return;
+      const credential = presentedCredential(request);
+      if (!credential) {
+        throw new ApiError('NOT_AUTHENTICATED', 'authentication required: send Authorization: Bearer <JWT or API key>');
+      }
+      const principal = await resolvePrincipal(app, credential);
+      request.principal = principal;
+      if ((level === 'jwt' || level === 'admin_jwt') && principal.via !== 'jwt') {
+        throw new ApiError('JWT_REQUIRED', 'this endpoint requires a JWT from /auth/login, not an API key');
+      }
+      if ((level === 'admin' || level === 'admin_jwt') && principal.role !== 'admin') {
+        throw new ApiError('FORBIDDEN', 'this endpoint requires the admin role');
+      }
+    });
+  },
+  { name: 'auth', dependencies: ['errors'] },
+);
+
+/** The authenticated caller; routes with auth other than `none` always have one. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new ApiError('NOT_AUTHENTICATED', 'authentication required');
+  return request.principal;
+}
+
+/** 404 when absent, 403 when it belongs to another customer (admins may access all). */
+export function assertOwnership<T extends { user_id: number }>(request: FastifyRequest, record: T | undefined, what: string, id: number): T {
+  if (!record) throw new ApiError('NOT_FOUND', `${what} ${id} not found`);
+  const principal = principalOf(request);
+  if (principal.role !== 'admin' && record.user_id !== principal.userId) {
+    throw new ApiError('FORBIDDEN', `${what} ${id} belongs to another customer`);
+  }
+  return record;
+}

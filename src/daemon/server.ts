@@ -1,0 +1,142 @@
+// Runs the daemon: takes the data directory's lock, opens the store, serves HTTPS (or HTTP
+// with --no-tls), records its URL in daemon.json, and shuts down cleanly on SIGTERM/SIGINT:
+// stop accepting, let in-flight requests and deliveries finish (or leave them pending in the
+// outbox), flush the store, release the lock, exit 0.
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+import { layout, type DataLayout } from '../shared/paths.js';
+import { JsonStore } from '../store/json/json-store.js';
+import type { Store } from '../store/store.js';
+import { LOG_REDACT, buildApp } from './app.js';
+import { acquireLock } from './lock.js';
+
+export interface ServeOptions {
+  dataDir: string;
+  host: string;
+  port: number;
+  tls: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  allowPrivateWebhooks?: boolean;
+  /** pino destination: stdout in the foreground (the detached parent redirects it to daemon.log). */
+  logLevel?: string;
+}
+
+export interface DaemonState {
+  pid: number;
+  url: string;
+  host: string;
+  port: number;
+  tls: boolean;
+  started_at: string;
+}
+
+export interface RunningDaemon {
+  app: FastifyInstance;
+  store: Store;
+  state: DaemonState;
+  shutdown(reason?: string): Promise<void>;
+}
+
+export function displayHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export async function readState(paths: DataLayout): Promise<DaemonState | null> {
+  try {
+    return JSON.parse(await readFile(paths.stateFile, 'utf8')) as DaemonState;
+  } catch {
+    return null;
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
+  const paths = layout(options.dataDir);
+  const releaseLock = await acquireLock(paths.pidFile, paths.root);
+  let store: Store | undefined;
+  try {
+    store = await JsonStore.open(paths);
+    const jwtSecret = new TextEncoder().encode((await readFile(paths.jwtSecret, 'utf8')).trim());
+    const https = options.tls
+      ? {
+          cert: await readFile(options.tlsCert ?? paths.cert),
+          key: await readFile(options.tlsKey ?? paths.key),
+        }
+      : null;
+    const extraCa = process.env.NODE_EXTRA_CA_CERTS;
+    const app = await buildApp(
+      {
+        store,
+        paths,
+        jwtSecret,
+        allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
+        webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
+      },
+      {
+        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' } },
+        ...(https ? { https } : {}),
+      } as object,
+    );
+    if (!options.tls && !isLoopback(options.host)) {
+      app.log.warn(`serving plain HTTP on ${options.host}: credentials cross the network unencrypted; use TLS`);
+    }
+    await app.listen({ host: options.host, port: options.port });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : options.port;
+    const state: DaemonState = {
+      pid: process.pid,
+      url: `${options.tls ? 'https' : 'http'}://${displayHost(options.host)}:${port}`,
+      host: options.host,
+      port,
+      tls: options.tls,
+      started_at: new Date().toISOString(),
+    };
+    await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root }, 'panelctl daemon listening');
+
+    let closing: Promise<void> | null = null;
+    const openStore = store;
+    const shutdown = (reason = 'shutdown') => {
+      closing ??= (async () => {
+        app.log.info({ reason }, 'panelctl daemon stopping');
+        await app.close();
+        await openStore.close();
+        await rm(paths.stateFile, { force: true });
+        await releaseLock();
+      })();
+      return closing;
+    };
+    return { app, store, state, shutdown };
+  } catch (error) {
+    await store?.close().catch(() => undefined);
+    await releaseLock();
+    throw error;
+  }
+}
+
+/** Wires SIGTERM/SIGINT to a clean shutdown; a second signal forces the exit. */
+export function handleSignals(daemon: RunningDaemon, exit: (code: number) => void = process.exit): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      exit(1);
+      return;
+    }
+    stopping = true;
+    daemon
+      .shutdown(signal)
+      .then(() => exit(0))
+      .catch((error) => {
+        daemon.app.log.error({ err: error }, 'shutdown failed');
+        exit(1);
+      });
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}

@@ -1,0 +1,30 @@
+// The daemon's self-signed certificate for localhost (SAN: localhost, 127.0.0.1, ::1).
+import selfsigned from 'selfsigned';
+
+export interface KeyPair {
+  cert: string;
+  key: string;
+}
+
+export function generateCertificate(days = 825): KeyPair {
+  const attrs = [{ name: 'commonName', value: 'panelctl localhost' }];
+  const pems = selfsigned.generate(attrs, {
+    keySize: 2048,
+    days,
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true },
+      { name: 'keyUsage', keyCertSign: true, digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+          { type: 7, ip: '::1' },
+        ],
+      },
+    ],
+  });
+  return { cert: pems.cert, key: pems.private };
+}

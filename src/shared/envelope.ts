@@ -1,0 +1,48 @@
+// The response envelope of every API answer (section 2.1) as TypeBox schemas,
+// used for response serialisation and for the OpenAPI document.
+import { Type, type TSchema, type Static } from '@sinclair/typebox';
+
+export interface Envelope<T> {
+  data: T;
+  error: string | null;
+  message: string;
+}
+
+/** A success envelope around `data`. */
+export function ok<T>(data: T, message = ''): Envelope<T> {
+  return { data, error: null, message };
+}
+
+/** Schema of a success envelope whose `data` has the given schema. */
+export function EnvelopeOf<T extends TSchema>(data: T) {
+  return Type.Object(
+    {
+      data,
+      error: Type.Null(),
+      message: Type.String(),
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const ErrorEnvelope = Type.Object(
+  {
+    data: Type.Union([Type.Null(), Type.Object({}, { additionalProperties: true })]),
+    error: Type.String(),
+    message: Type.String(),
+  },
+  { $id: 'ErrorEnvelope', additionalProperties: false, description: 'Error answer: `data` null (or details), `error` a fixed string, `message` for people' },
+);
+export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
+
+/** Response schemas for the given error statuses, for a route's `schema.response`. */
+export function errorResponses(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
+  const out: Record<number, typeof ErrorEnvelope> = {};
+  for (const status of statuses) out[status] = ErrorEnvelope;
+  return out;
+}
+
+export const IdParam = Type.Object({ id: Type.Integer({ minimum: 1, description: 'Record id' }) });
+export type IdParam = Static<typeof IdParam>;
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' });

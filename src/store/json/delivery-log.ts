@@ -1,0 +1,120 @@
+// Delivery logs, one JSON-lines file per endpoint under deliveries/. Recording an attempt
+// appends one line to that endpoint's file only, so its cost does not grow with the number
+// of endpoints. A file is cut back to the newest 100 entries once it holds 200. Logs are
+// read from disk on request, so memory does not grow with log size.
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DeliveryLogRepository } from '../store.js';
+import type { DeliveryLogEntry } from '../types.js';
+import { AppendLog } from './append-log.js';
+import { atomicWrite } from './durable-writer.js';
+
+export const LOG_RETENTION = 100;
+
+export class JsonDeliveryLog implements DeliveryLogRepository {
+  readonly #logs = new Map<number, AppendLog>();
+  readonly #lineCounts = new Map<number, number>();
+  readonly #compacting = new Map<number, Promise<void>>();
+  #lastId = 0;
+
+  constructor(
+    readonly dir: string,
+    private readonly retention = LOG_RETENTION,
+  ) {}
+
+  static async open(dir: string): Promise<JsonDeliveryLog> {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    return new JsonDeliveryLog(dir);
+  }
+
+  async append(entry: Omit<DeliveryLogEntry, 'id'>): Promise<DeliveryLogEntry> {
+    const endpointId = entry.endpoint_id;
+    await this.#compacting.get(endpointId);
+    // Ids from the clock (microsecond-scaled, strictly increasing) stay unique across restarts
+    // without scanning every log at start-up.
+    this.#lastId = Math.max(this.#lastId + 1, Date.now() * 1000);
+    const full: DeliveryLogEntry = { id: this.#lastId, ...entry };
+    const count = (await this.#count(endpointId)) + 1;
+    this.#lineCounts.set(endpointId, count);
+    await this.#log(endpointId).append(JSON.stringify(full));
+    if (count >= this.retention * 2 && !this.#compacting.has(endpointId)) {
+      const job = this.#compact(endpointId).finally(() => this.#compacting.delete(endpointId));
+      this.#compacting.set(endpointId, job);
+    }
+    return full;
+  }
+
+  async list(endpointId: number, limit = this.retention): Promise<DeliveryLogEntry[]> {
+    await this.#log(endpointId).idle();
+    const entries = await this.#read(endpointId);
+    return entries.slice(-Math.min(limit, this.retention)).reverse();
+  }
+
+  async get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined> {
+    return (await this.list(endpointId)).find((entry) => entry.id === entryId);
+  }
+
+  async removeEndpoint(endpointId: number): Promise<void> {
+    await this.#compacting.get(endpointId);
+    await this.#logs.get(endpointId)?.close();
+    this.#logs.delete(endpointId);
+    this.#lineCounts.delete(endpointId);
+    await rm(this.#path(endpointId), { force: true });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#compacting.values());
+    await Promise.all([...this.#logs.values()].map((log) => log.close()));
+  }
+
+  #path(endpointId: number): string {
+    return join(this.dir, `${endpointId}.jsonl`);
+  }
+
+  #log(endpointId: number): AppendLog {
+    let log = this.#logs.get(endpointId);
+    if (!log) {
+      // Logs are observability, not the source of truth (the outbox is): no fsync per line.
+      log = new AppendLog(this.#path(endpointId), false);
+      this.#logs.set(endpointId, log);
+    }
+    return log;
+  }
+
+  async #count(endpointId: number): Promise<number> {
+    const known = this.#lineCounts.get(endpointId);
+    if (known !== undefined) return known;
+    const count = (await this.#read(endpointId)).length;
+    this.#lineCounts.set(endpointId, count);
+    return count;
+  }
+
+  async #read(endpointId: number): Promise<DeliveryLogEntry[]> {
+    let text: string;
+    try {
+      text = await readFile(this.#path(endpointId), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const entries: DeliveryLogEntry[] = [];
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        entries.push(JSON.parse(line) as DeliveryLogEntry);
+      } catch {
+        // A torn line from a crash mid-append: skip it, the outbox still has the delivery.
+      }
+    }
+    return entries;
+  }
+
+  async #compact(endpointId: number): Promise<void> {
+    const log = this.#log(endpointId);
+    await log.idle();
+    const keep = (await this.#read(endpointId)).slice(-this.retention);
+    await atomicWrite(this.#path(endpointId), keep.map((e) => JSON.stringify(e)).join('\n') + '\n', 0o600);
+    await log.reopen();
+    this.#lineCounts.set(endpointId, keep.length);
+  }
+}

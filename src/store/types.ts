@@ -1,0 +1,131 @@
+// Plain records kept by the store. Validation happens at the API edge; these are trusted shapes.
+import type { Settings } from '../shared/settings.js';
+
+export type Role = 'admin' | 'customer';
+
+export interface UserRecord {
+  id: number;
+  email: string;
+  name: string;
+  role: Role;
+  /** scrypt$N$r$p$salt$hash (base64) */
+  password_hash: string;
+  totp_secret: string | null;
+  totp_pending_secret: string | null;
+  two_factor_enabled: boolean;
+  /** Last accepted TOTP time step, so a code is never accepted twice. */
+  totp_last_step: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: number;
+  user_id: number;
+  name: string;
+  /** SHA-256 of the full key, hex. The key itself is never stored. */
+  key_hash: string;
+  key_prefix: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  created_at: string;
+}
+
+export interface SubscriptionRecord {
+  id: number;
+  customer_id: number;
+  main_domain: string;
+  is_default: boolean;
+  status: 'active' | 'suspended';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SiteRecord {
+  id: number;
+  subscription_id: number;
+  domain: string;
+  created_at: string;
+}
+
+export interface WebhookRecord {
+  id: number;
+  user_id: number;
+  url: string;
+  /** Kept to sign deliveries; never returned by the API. */
+  secret: string;
+  /** `*` or normalised comma-separated event names. */
+  events: string;
+  active: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ResetTokenRecord {
+  id: number;
+  user_id: number;
+  /** SHA-256 of the token, hex. */
+  token_hash: string;
+  expires_at: string;
+  used_at: string | null;
+  created_at: string;
+}
+
+/** A failure counter (variant B) or a request window (variant A), keyed by scope and client. */
+export interface LimiterRecord {
+  key: string;
+  count: number;
+  /** Epoch ms when the window or counting period started. */
+  window_start: number;
+  /** Epoch ms until which the key is locked; 0 when not locked. */
+  locked_until: number;
+}
+
+export interface EventRecord {
+  id: string;
+  event: string;
+  owner_id: number | null;
+  data: Record<string, unknown>;
+  timestamp: string;
+}
+
+/** One webhook delivery in the outbox: one event to one endpoint, up to two attempts. */
+export interface DeliveryRecord {
+  id: string;
+  endpoint_id: number;
+  event: string;
+  /** Exact JSON bytes that are signed and sent, so a retry sends the same body. */
+  body: string;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  /** Epoch ms of the next attempt. */
+  next_attempt_at: number;
+  created_at: string;
+}
+
+export interface DeliveryLogEntry {
+  id: number;
+  delivery_id: string;
+  endpoint_id: number;
+  event: string;
+  payload: unknown;
+  attempt: number;
+  status_code: number;
+  response: string;
+  success: boolean;
+  duration_ms: number;
+  created_at: string;
+}
+
+export interface StoreData {
+  schema_version: number;
+  counters: Record<string, number>;
+  users: UserRecord[];
+  api_keys: ApiKeyRecord[];
+  subscriptions: SubscriptionRecord[];
+  sites: SiteRecord[];
+  webhooks: WebhookRecord[];
+  reset_tokens: ResetTokenRecord[];
+  limiter: LimiterRecord[];
+  settings: Partial<Settings>;
+}

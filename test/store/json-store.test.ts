@@ -1,0 +1,113 @@
+// The JSON store on real files: durable coalesced writes, rollback on failed writes, migrations.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { layout } from '../../src/shared/paths.js';
+import { JsonStore } from '../../src/store/json/json-store.js';
+import { atomicWrite } from '../../src/store/json/durable-writer.js';
+import { migrate, SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { StoreCorruptError, StoreWriteError } from '../../src/store/store.js';
+
+const dirs: string[] = [];
+async function tempLayout() {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-store-'));
+  dirs.push(dir);
+  return layout(dir);
+}
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+const site = (i: number) => ({ subscription_id: 1, domain: `s${i}.example.com`, created_at: new Date().toISOString() });
+
+describe('JsonStore', () => {
+  it('coalesces 100 parallel writes into a few rewrites, each acknowledged only when on disk', async () => {
+    const paths = await tempLayout();
+    let writes = 0;
+    const store = await JsonStore.open(paths, {
+      create: true,
+      writeFn: async (path, content, mode) => {
+        writes++;
+        await atomicWrite(path, content, mode);
+      },
+    });
+    writes = 0;
+    const inserted = await Promise.all(Array.from({ length: 100 }, (_, i) => store.sites.insert(site(i))));
+    expect(new Set(inserted.map((s) => s.id)).size).toBe(100);
+    expect(writes).toBeLessThanOrEqual(3);
+    const onDisk = JSON.parse(await readFile(paths.store, 'utf8'));
+    expect(onDisk.sites).toHaveLength(100);
+    await store.close();
+  });
+
+  it('rolls a change back when it cannot be written, and reports it', async () => {
+    const paths = await tempLayout();
+    let fail = false;
+    const store = await JsonStore.open(paths, {
+      create: true,
+      writeFn: async (path, content, mode) => {
+        if (fail) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+        await atomicWrite(path, content, mode);
+      },
+    });
+    const kept = await store.sites.insert(site(1));
+    fail = true;
+    await expect(store.sites.insert(site(2))).rejects.toBeInstanceOf(StoreWriteError);
+    await expect(store.sites.update(kept.id, { domain: 'changed.example.com' })).rejects.toBeInstanceOf(StoreWriteError);
+    await expect(store.sites.remove(kept.id)).rejects.toBeInstanceOf(StoreWriteError);
+    expect((await store.sites.list()).map((s) => s.domain)).toEqual(['s1.example.com']);
+    fail = false;
+    await store.sites.insert(site(3));
+    expect((await store.sites.list()).map((s) => s.domain)).toEqual(['s1.example.com', 's3.example.com']);
+    await store.close();
+  });
+
+  it('refuses a corrupt file with a message naming it', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    await store.close();
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(paths.store, 'not json');
+    await expect(JsonStore.open(paths)).rejects.toThrow(StoreCorruptError);
+    await expect(JsonStore.open(paths)).rejects.toThrow(paths.store);
+    expect(await readFile(paths.store, 'utf8')).toBe('not json');
+  });
+
+  it('runs migrations up to the current schema version and refuses newer documents', () => {
+    const doc: Record<string, unknown> = { schema_version: 0, users: [{ id: 1 }] };
+    const changed = migrate(doc, [{ to: 1, up: (d) => void ((d.users as Array<Record<string, unknown>>)[0].migrated = true) }], 1);
+    expect(changed).toBe(true);
+    expect(doc).toMatchObject({ schema_version: 1, users: [{ id: 1, migrated: true }], webhooks: [] });
+    expect(() => migrate({ schema_version: SCHEMA_VERSION + 1 })).toThrow(/newer/);
+  });
+
+  it('keeps pending outbox deliveries across reopen and drops finished ones', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    const now = new Date().toISOString();
+    const delivery = (id: string) => ({ id, endpoint_id: 1, event: 'site.created', body: '{}', state: 'pending' as const, attempts: 0, next_attempt_at: 0, created_at: now });
+    await store.outbox.enqueue({ id: 'e1', event: 'site.created', owner_id: 2, data: {}, timestamp: now }, [delivery('d1'), delivery('d2')]);
+    await store.outbox.updateDelivery({ ...delivery('d1'), state: 'succeeded', attempts: 1 });
+    await store.outbox.updateDelivery({ ...delivery('d2'), attempts: 1, next_attempt_at: 123 });
+    await store.close();
+    const reopened = await JsonStore.open(paths);
+    expect(await reopened.outbox.pending()).toEqual([{ ...delivery('d2'), attempts: 1, next_attempt_at: 123 }]);
+    await reopened.close();
+  });
+
+  it('keeps the newest 100 delivery log entries per endpoint, newest first', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    for (let i = 1; i <= 205; i++) {
+      await store.deliveryLog.append({ delivery_id: `d${i}`, endpoint_id: 7, event: 'site.created', payload: { i }, attempt: 1, status_code: 200, response: '', success: true, duration_ms: 1, created_at: new Date().toISOString() });
+    }
+    const entries = await store.deliveryLog.list(7);
+    expect(entries).toHaveLength(100);
+    expect(entries[0].delivery_id).toBe('d205');
+    expect(entries[99].delivery_id).toBe('d106');
+    expect(entries[0].id).toBeGreaterThan(entries[1].id);
+    expect(await store.deliveryLog.list(8)).toEqual([]);
+    await store.close();
+  });
+});
