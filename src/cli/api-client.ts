@@ -101,8 +101,8 @@ export class ApiClient {
   }
 
   /** A raw streaming request (Server-Sent Events). */
-  async stream(path: string, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
-    const headers: Record<string, string> = { accept: 'text/event-stream' };
+  async stream(path: string, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { accept: 'text/event-stream', ...extraHeaders };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     try {
       return await request(`${this.baseUrl}/api/v1${path}`, {

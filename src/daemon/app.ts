@@ -3,12 +3,15 @@
 // then shared services, then authentication (routes rely on request.principal), then routes.
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { TokenService } from './auth/tokens.js';
+import { EventBus } from './dispatcher/bus.js';
 import authPlugin from './plugins/auth.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import loginRoutes from './routes/auth/login.js';
 import settingsRoutes from './routes/admin/settings.js';
 import healthRoutes from './routes/health/index.js';
+import userRoutes from './routes/users/index.js';
+import eventRoutes from './routes/events/index.js';
 import type { DaemonOptions } from './services.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -43,6 +46,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('store', options.store);
   app.decorate('clock', options.clock ?? Date.now);
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
+  app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
   await app.register(authPlugin);
 
   await app.register(
@@ -50,6 +54,8 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
       await api.register(healthRoutes);
       await api.register(loginRoutes);
       await api.register(settingsRoutes);
+      await api.register(userRoutes);
+      await api.register(eventRoutes);
     },
     { prefix: '/api/v1' },
   );

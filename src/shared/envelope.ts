@@ -46,3 +46,8 @@ export const IdParam = Type.Object({ id: Type.Integer({ minimum: 1, description:
 export type IdParam = Static<typeof IdParam>;
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' });
+
+/** OpenAPI security of authenticated routes: a Bearer token (JWT or API key) or X-API-Key. */
+export const SECURITY: Array<Record<string, string[]>> = [{ bearer: [] }, { apiKey: [] }];
+/** Routes that accept only a JWT from /auth/login. */
+export const JWT_SECURITY: Array<Record<string, string[]>> = [{ bearer: [] }];

@@ -37,3 +37,14 @@ export type LoginBody = Static<typeof LoginBody>;
 
 export const LoginResult = Type.Object({ token: Type.String({ description: 'JWT (HS256)' }), user: User });
 export type LoginResult = Static<typeof LoginResult>;
+
+export const CreateUserBody = Type.Object(
+  {
+    email: Type.String({ format: 'email', maxLength: 254 }),
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    password: Type.String({ minLength: 8, maxLength: 1024 }),
+    role: Role,
+  },
+  { additionalProperties: false },
+);
+export type CreateUserBody = Static<typeof CreateUserBody>;

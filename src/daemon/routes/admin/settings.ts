@@ -1,6 +1,6 @@
 // GET/PUT /api/v1/admin/settings: the tunable settings, partial update, persisted.
 import type { FastifyInstance } from 'fastify';
-import { EnvelopeOf, errorResponses, ok } from '../../../shared/envelope.js';
+import { EnvelopeOf, SECURITY, errorResponses, ok } from '../../../shared/envelope.js';
 import { SettingsPatchSchema, SettingsSchema, type SettingsPatch } from '../../../shared/settings.js';
 
 export default async function settingsRoutes(app: FastifyInstance) {
@@ -11,7 +11,7 @@ export default async function settingsRoutes(app: FastifyInstance) {
       schema: {
         tags: ['admin'],
         summary: 'Read the settings',
-        security: [{ bearer: [] }, { apiKey: [] }],
+        security: SECURITY,
         response: { 200: EnvelopeOf(SettingsSchema), ...errorResponses(401, 403) },
       },
     },
@@ -25,7 +25,7 @@ export default async function settingsRoutes(app: FastifyInstance) {
       schema: {
         tags: ['admin'],
         summary: 'Change some settings (partial update)',
-        security: [{ bearer: [] }, { apiKey: [] }],
+        security: SECURITY,
         body: SettingsPatchSchema,
         response: { 200: EnvelopeOf(SettingsSchema), ...errorResponses(400, 401, 403, 422) },
       },

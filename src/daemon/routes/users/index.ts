@@ -1,0 +1,88 @@
+// Users: GET/POST /admin/users, DELETE /admin/users/:id (admin), GET /auth/me (anyone signed in).
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../../shared/errors.js';
+import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
+import { CreateUserBody, UserDetail } from '../../../shared/api/users.js';
+import { hashPassword } from '../../auth/password.js';
+import { principalOf } from '../../plugins/auth.js';
+import { userDetail } from '../auth/users-view.js';
+
+export default async function userRoutes(app: FastifyInstance) {
+  app.get(
+    '/auth/me',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'The calling user',
+        security,
+        response: { 200: EnvelopeOf(UserDetail), ...errorResponses(401) },
+      },
+    },
+    async (request) => ok(userDetail(principalOf(request).user)),
+  );
+
+  app.get(
+    '/admin/users',
+    {
+      config: { auth: 'admin' },
+      schema: { tags: ['admin'], summary: 'List users', security, response: { 200: EnvelopeOf(Type.Array(UserDetail)), ...errorResponses(401, 403) } },
+    },
+    async () => ok((await app.store.users.list()).map(userDetail)),
+  );
+
+  app.post<{ Body: CreateUserBody }>(
+    '/admin/users',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Create a user',
+        security,
+        body: CreateUserBody,
+        response: { 201: EnvelopeOf(UserDetail), ...errorResponses(400, 401, 403, 409, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { email, name, password, role } = request.body;
+      const normalised = email.trim().toLowerCase();
+      if (await app.store.users.byEmail(normalised)) throw new ApiError('CONFLICT', `a user with email ${normalised} already exists`);
+      const now = new Date(app.clock()).toISOString();
+      const user = await app.store.users.insert({
+        email: normalised,
+        name,
+        role,
+        password_hash: await hashPassword(password),
+        totp_secret: null,
+        totp_pending_secret: null,
+        two_factor_enabled: false,
+        totp_last_step: null,
+        created_at: now,
+        updated_at: now,
+      });
+      reply.code(201);
+      return ok(userDetail(user), 'user created');
+    },
+  );
+
+  app.delete<{ Params: IdParam }>(
+    '/admin/users/:id',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Delete a user with their API keys and webhook endpoints',
+        security,
+        params: IdParam,
+        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (id === principalOf(request).userId) throw new ApiError('CONFLICT', 'you cannot delete your own account');
+      const removed = await app.store.users.removeCascade(id);
+      if (!removed) throw new ApiError('NOT_FOUND', `user ${id} not found`);
+      return ok({ id }, 'user deleted');
+    },
+  );
+}

@@ -1,0 +1,85 @@
+// The event catalogue (section 6.1): the one source for validating published events, for
+// webhook subscriptions, for GET /events/types, the OpenAPI document, completions and docs.
+import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+
+export type FieldType = 'integer' | 'string';
+
+export interface EventType {
+  name: string;
+  description: string;
+  fields: Record<string, FieldType>;
+}
+
+export const EVENT_CATALOGUE: readonly EventType[] = [
+  { name: 'site.created', description: 'website created', fields: { site_id: 'integer', domain: 'string' } },
+  { name: 'site.deleted', description: 'website deleted', fields: { site_id: 'integer', domain: 'string' } },
+  { name: 'domain.created', description: 'domain added', fields: { domain_id: 'integer', name: 'string' } },
+  { name: 'domain.deleted', description: 'domain removed', fields: { domain_id: 'integer', name: 'string' } },
+  { name: 'database.created', description: 'database created', fields: { database_id: 'integer', name: 'string' } },
+  { name: 'database.deleted', description: 'database deleted', fields: { database_id: 'integer', name: 'string' } },
+  { name: 'email.created', description: 'mailbox created', fields: { mailbox_id: 'integer', email: 'string' } },
+  { name: 'ftp.created', description: 'FTP account created', fields: { ftp_account_id: 'integer', username: 'string' } },
+  { name: 'backup.completed', description: 'backup completed', fields: { schedule_id: 'integer', name: 'string' } },
+  { name: 'subscription.created', description: 'subscription created', fields: { subscription_id: 'integer', main_domain: 'string' } },
+  { name: 'subscription.suspended', description: 'subscription suspended', fields: { subscription_id: 'integer', main_domain: 'string' } },
+  { name: 'webhook.test', description: 'manually triggered by POST /webhooks/:id/test', fields: { message: 'string' } },
+];
+
+export const EVENT_NAMES: readonly string[] = EVENT_CATALOGUE.map((e) => e.name);
+const BY_NAME = new Map(EVENT_CATALOGUE.map((e) => [e.name, e]));
+
+export function eventType(name: string): EventType | undefined {
+  return BY_NAME.get(name);
+}
+
+/** The TypeBox schema of an event's `data` (all fields required, no others). */
+export function eventDataSchema(type: EventType): TObject {
+  const props: Record<string, TSchema> = {};
+  for (const [field, kind] of Object.entries(type.fields)) {
+    props[field] = kind === 'integer' ? Type.Integer({ minimum: 1 }) : Type.String({ minLength: 1, maxLength: 1000 });
+  }
+  return Type.Object(props, { additionalProperties: false, description: type.description });
+}
+
+/** Checks `data` against the catalogue; returns a message naming the field and rule, or null when valid. */
+export function validateEventData(name: string, data: unknown): string | null {
+  const type = eventType(name);
+  if (!type) return `event: unknown event "${name}" (see GET /api/v1/events/types)`;
+  if (!data || typeof data !== 'object' || Array.isArray(data)) return 'data: must be an object';
+  const record = data as Record<string, unknown>;
+  for (const [field, kind] of Object.entries(type.fields)) {
+    const value = record[field];
+    if (value === undefined || value === null) return `data.${field}: is required for ${name}`;
+    if (kind === 'integer' && !(typeof value === 'number' && Number.isInteger(value) && value >= 1)) {
+      return `data.${field}: must be a positive integer`;
+    }
+    if (kind === 'string' && !(typeof value === 'string' && value.length >= 1 && value.length <= 1000)) {
+      return `data.${field}: must be a non-empty string of at most 1000 characters`;
+    }
+  }
+  for (const field of Object.keys(record)) {
+    if (!(field in type.fields)) return `data.${field}: is not a field of ${name}`;
+  }
+  return null;
+}
+
+/**
+ * Parses a subscription list: `*` or comma-separated catalogue names (spaces around commas
+ * ignored). Returns the normalised form, or an error message.
+ */
+export function normaliseEventList(input: string): { value: string } | { error: string } {
+  const trimmed = input.trim();
+  if (trimmed === '*') return { value: '*' };
+  const names = trimmed.split(',').map((n) => n.trim());
+  if (names.some((n) => n === '')) return { error: 'events: must be "*" or a comma-separated list of event names' };
+  for (const name of names) {
+    if (name === '*') return { error: 'events: "*" cannot be combined with event names' };
+    if (!BY_NAME.has(name)) return { error: `events: unknown event "${name}" (see GET /api/v1/events/types)` };
+  }
+  return { value: [...new Set(names)].join(',') };
+}
+
+/** Whether a stored subscription list (`*` or names) includes the event. */
+export function subscribes(events: string, event: string): boolean {
+  return events === '*' || events.split(',').includes(event);
+}
