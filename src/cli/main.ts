@@ -12,7 +12,7 @@ function applyExitOverride(command: import('commander').Command): void {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { program, ctx } = buildProgram();
+  const { program, ctx } = await buildProgram({ args: argv.slice(2) });
   applyExitOverride(program);
   program.configureOutput({ outputError: (text, write) => write(text) });
   try {
@@ -20,7 +20,8 @@ export async function run(argv: string[]): Promise<number> {
     return EXIT.OK;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return EXIT.OK;
+      // Commander has printed its message (and help) already.
+      if (['commander.helpDisplayed', 'commander.version'].includes(error.code)) return EXIT.OK;
       return error.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
     if (error instanceof CliError) {
