@@ -62,6 +62,7 @@ describe('sources in-process', () => {
 
   it('undoes a subscription creation and its default switch, and a suspension, when the event cannot be queued', async () => {
     const first = (await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'one.example' })).body.data;
+    await new Promise((resolve) => setTimeout(resolve, 5)); // so a changed updated_at would show
     const restore = failOutbox();
     const created = await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'two.example', is_default: true });
     expect(created.status).toBe(503);
@@ -69,7 +70,7 @@ describe('sources in-process', () => {
     expect(suspended.status).toBe(503);
     restore();
     const list = (await call('GET', '/subscriptions', customer.token)).body.data;
-    expect(list.map((s: any) => [s.id, s.is_default, s.status])).toEqual([[first.id, true, 'active']]);
+    expect(list).toEqual([first]);
   });
 
   it('says so when a deleted site\'s event cannot be queued', async () => {

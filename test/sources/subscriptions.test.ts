@@ -120,6 +120,15 @@ describe('subscriptions', () => {
     expect([res.status, res.body.error]).toEqual([409, 'conflict']);
   });
 
+  it('refuses a main domain that is another customer\'s site (409), but not the customer\'s own', async () => {
+    const frank = await createCustomer(daemon, admin, 'frank@example.com');
+    await createSubscription(daemon, admin, { customer_id: frank.id, main_domain: 'frank.example' });
+    await createSite(daemon, frank.token, { domain: 'shop.frank.example' });
+    const res = await daemon.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: alice.id, main_domain: 'Shop.Frank.example' } });
+    expect([res.status, res.body.error]).toEqual([409, 'conflict']);
+    await createSubscription(daemon, admin, { customer_id: frank.id, main_domain: 'shop.frank.example' });
+  });
+
   it('keeps subscription management to admins (403 for a customer)', async () => {
     const create = await daemon.request('POST', '/admin/subscriptions', { token: alice.token, body: { customer_id: alice.id, main_domain: 'self.example' } });
     expect(create.status).toBe(403);

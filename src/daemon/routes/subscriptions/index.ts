@@ -53,7 +53,8 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
         summary: 'Create a subscription for a customer; publishes subscription.created',
         description:
           "A customer's first subscription, or one created with `is_default: true`, becomes their default; " +
-          'the previous default loses the mark. `main_domain` is unique across subscriptions.',
+          'the previous default loses the mark. `main_domain` is unique across subscriptions and may not be ' +
+          "another customer's site (409).",
         security,
         body: CreateSubscriptionBody,
         response: { 201: EnvelopeOf(Subscription), ...errorResponses(400, 401, 403, 409, 422, 503) },
@@ -63,27 +64,33 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
       const { customer_id: customerId, is_default: wantsDefault = false } = request.body;
       const domain = normaliseHostname(request.body.main_domain);
       if ('error' in domain) throw new ApiError('VALIDATION_FAILED', `main_domain: ${domain.error}`);
-      const customer = await app.store.users.get(customerId);
-      if (!customer) throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist`);
-      if (customer.role !== 'customer') {
-        throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} has role ${customer.role}, not customer`);
-      }
-
       const { subscription, previousDefault } = await domainChanges.run(async () => {
+        const customer = await app.store.users.get(customerId);
+        if (!customer) throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist`);
+        if (customer.role !== 'customer') {
+          throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} has role ${customer.role}, not customer`);
+        }
         const taken = await app.store.subscriptions.find((s) => s.main_domain === domain.value);
         if (taken) throw new ApiError('CONFLICT', `a subscription with main domain ${domain.value} already exists (subscription ${taken.id})`);
+        const site = await app.store.sites.find((s) => s.domain === domain.value);
+        const siteOwner = site && (await app.store.subscriptions.get(site.subscription_id))?.customer_id;
+        if (site && siteOwner !== customerId) throw new ApiError('CONFLICT', `${domain.value} is a site of another customer`);
+
         const own = await app.store.subscriptions.list((s) => s.customer_id === customerId);
-        const previousDefault = own.find((s) => s.is_default);
+        const isDefault = own.length === 0 || wantsDefault;
+        // A copy taken before the change, for the undo below.
+        const previous = own.find((s) => s.is_default);
+        const previousDefault = isDefault && previous ? { ...previous } : undefined;
         const now = new Date(app.clock()).toISOString();
         const subscription = await app.store.subscriptions.create({
           customer_id: customerId,
           main_domain: domain.value,
-          is_default: own.length === 0 || wantsDefault,
+          is_default: isDefault,
           status: 'active',
           created_at: now,
           updated_at: now,
         });
-        return { subscription, previousDefault: subscription.is_default ? previousDefault && { ...previousDefault } : undefined };
+        return { subscription, previousDefault };
       });
 
       await publishChange(
