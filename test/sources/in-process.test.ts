@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/daemon/app.js';
+import { generateApiKey } from '../../src/daemon/auth/api-keys.js';
 import { layout } from '../../src/shared/paths.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
 import { StoreWriteError } from '../../src/store/store.js';
@@ -81,6 +82,19 @@ describe('sources in-process', () => {
     restore();
     expect(res.status).toBe(503);
     expect(res.body.message).toMatch(/site \d+ deletion was saved, but its site\.deleted event could not be queued/);
+  });
+
+  it('accepts an API key (Bearer or X-API-Key) for the customer routes', async () => {
+    await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' });
+    const { key, hash, prefix } = generateApiKey();
+    await store.apiKeys.insert({ user_id: customer.id, name: 'ci', key_hash: hash, key_prefix: prefix, last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
+    const created = await call('POST', '/sites', key, { domain: 'key.example' });
+    expect(created.status).toBe(201);
+    const listed = await app.inject({ method: 'GET', url: '/api/v1/sites', headers: { 'x-api-key': key } });
+    expect([listed.statusCode, listed.json().data.map((s: any) => s.domain)]).toEqual([200, ['key.example']]);
+    const subs = await app.inject({ method: 'GET', url: '/api/v1/subscriptions', headers: { 'x-api-key': key } });
+    expect(subs.json().data.map((s: any) => s.main_domain)).toEqual(['c.example']);
+    expect((await call('DELETE', `/sites/${created.body.data.id}`, key)).status).toBe(200);
   });
 
   it('serialises uniqueness checks even when the store answers reads asynchronously', async () => {
