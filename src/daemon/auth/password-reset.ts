@@ -72,20 +72,26 @@ export class PasswordResets {
       created_at: new Date(now).toISOString(),
     });
     const endpoint = `${baseUrl ?? ''}/api/v1/auth/reset-password`;
+    // Plain ASCII in lines under 76 characters, so the mail stays 7bit and the token is never
+    // folded by a transfer encoding.
     await mailer.send({
       to: user.email,
       subject: 'panelctl: reset your password',
       text: [
         `Hello ${user.name},`,
         '',
-        'Someone (hopefully you) asked to reset the password of your panelctl account.',
-        `Your reset token, valid until ${expires.toISOString()} and usable once:`,
+        'Someone (hopefully you) asked to reset the password of your',
+        'panelctl account. Your reset token, usable once, valid until',
+        `${expires.toISOString()}:`,
         '',
         `    ${token}`,
         '',
-        `Send it with your new password: POST ${endpoint} {"token": "…", "password": "…"}`,
+        'Send it with your new password:',
+        `POST ${endpoint}`,
+        '{"token": "<the token>", "password": "<your new password>"}',
         '',
-        'If you did not ask for this, ignore this mail: your password stays as it is.',
+        'If you did not ask for this, ignore this mail: your password',
+        'stays as it is.',
         '',
       ].join('\n'),
     });
