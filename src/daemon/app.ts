@@ -7,12 +7,29 @@ import { EventBus } from './dispatcher/bus.js';
 import authPlugin from './plugins/auth.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
-import loginRoutes from './routes/auth/login.js';
+import lockoutPlugin from './plugins/lockout.js';
+import rateLimitPlugin from './plugins/rate-limit.js';
+import apiKeyRoutes from './routes/api-keys/index.js';
+import authRoutes from './routes/auth/index.js';
 import settingsRoutes from './routes/admin/settings.js';
 import healthRoutes from './routes/health/index.js';
 import userRoutes from './routes/users/index.js';
 import eventRoutes from './routes/events/index.js';
+import subscriptionRoutes from './routes/subscriptions/index.js';
+import siteRoutes from './routes/sites/index.js';
 import type { DaemonOptions } from './services.js';
+
+export interface RouteSummary {
+  method: string;
+  url: string;
+  auth: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    routeList: RouteSummary[];
+  }
+}
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -40,6 +57,14 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     ...server,
   });
   app.setValidatorCompiler(validatorCompiler);
+  // Every route with its access level, for the API docs test and the route fuzzer.
+  const routes: RouteSummary[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (method !== 'HEAD') routes.push({ method, url: route.url, auth: route.config?.auth ?? 'user' });
+    }
+  });
+  app.decorate('routeList', routes);
 
   await app.register(errorsPlugin);
   app.decorate('daemon', options);
@@ -48,14 +73,20 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
   app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
   await app.register(authPlugin);
+  // Request limits after auth (windows are per user) and before the routes (they hook every route).
+  await app.register(rateLimitPlugin);
+  await app.register(lockoutPlugin);
 
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
-      await api.register(loginRoutes);
+      await api.register(authRoutes);
+      await api.register(apiKeyRoutes);
       await api.register(settingsRoutes);
       await api.register(userRoutes);
       await api.register(eventRoutes);
+      await api.register(subscriptionRoutes);
+      await api.register(siteRoutes);
     },
     { prefix: '/api/v1' },
   );
