@@ -12,6 +12,7 @@ import { ApiClient } from './api-client.js';
 import { CliError } from './errors.js';
 import { EXIT } from '../shared/errors.js';
 import type { Ui } from './output.js';
+import { effectiveGlobals } from './global-options.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -49,14 +50,21 @@ export class Context {
   #config: Promise<ConfStore> | null = null;
   #stored: StoredLogin | undefined | null = null;
   #ui: Ui | null = null;
+  #action: Command | null = null;
 
   constructor(
     readonly program: Command,
     readonly io: Io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
   ) {}
 
+  /** Called before the action runs: global options may follow the command's name too. */
+  setActionCommand(command: Command): void {
+    this.#action = command;
+  }
+
   get globals(): GlobalOptions {
-    return this.program.opts<GlobalOptions>();
+    if (!this.#action) return this.program.opts<GlobalOptions>();
+    return effectiveGlobals(this.program, this.#action) as GlobalOptions;
   }
 
   get env(): NodeJS.ProcessEnv {

@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { VERSION } from '../shared/version.js';
 import { Context, type Io } from './context.js';
+import { acceptGlobalOptions } from './global-options.js';
 
 type CommandFactory = (ctx: Context) => Command;
 
@@ -31,7 +32,8 @@ export const TOP_COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Com
 ];
 
 function rootCommand(): Command {
-  return new Command('panelctl')
+  return (
+    new Command('panelctl')
     .description('manage a hosting panel: API keys, webhooks, delivery logs, and the panelctl daemon')
     .version(VERSION, '-V, --version')
     .addOption(new Option('--url <url>', 'daemon URL (default: the stored login, else https://127.0.0.1:3443)').env('PANELCTL_URL'))
@@ -41,7 +43,12 @@ function rootCommand(): Command {
     .option('--json', "print the response's data as JSON on stdout, nothing else")
     .option('--no-color', 'no colours (also NO_COLOR)')
     .showSuggestionAfterError(true)
-    .configureHelp({ sortSubcommands: false, showGlobalOptions: true });
+    .configureHelp({ sortSubcommands: false, showGlobalOptions: true })
+    // Program options are parsed up to the command name only; each command carries hidden
+    // copies of them (see acceptGlobalOptions), so `webhooks create --url` can mean the
+    // webhook's URL while `keys list --json` still works.
+    .enablePositionalOptions()
+  );
 }
 
 /**
@@ -77,6 +84,11 @@ export async function buildProgram(options: { args?: readonly string[]; io?: Io 
   const target = options.args ? targetCommand(program, options.args) : null;
   const wanted = target ? TOP_COMMANDS.filter((c) => c.name === target) : TOP_COMMANDS;
   const factories = await Promise.all(wanted.map((c) => c.load()));
-  for (const factory of factories) program.addCommand(factory(ctx));
+  for (const factory of factories) {
+    const command = factory(ctx);
+    acceptGlobalOptions(program, command);
+    program.addCommand(command);
+  }
+  program.hook('preAction', (_program, actionCommand) => ctx.setActionCommand(actionCommand));
   return { program, ctx };
 }
