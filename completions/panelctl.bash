@@ -79,7 +79,7 @@ _panelctl_options() {
     'webhooks enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks test') echo '--no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks test') echo '--message --no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks deliveries') echo '-f --follow --failed -n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks redeliver') echo '--no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'events') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -132,7 +132,7 @@ _panelctl_value_options() {
     'webhooks enable') echo '--url --token --ca --data-dir' ;;
     'webhooks disable') echo '--url --token --ca --data-dir' ;;
     'webhooks delete') echo '--url --token --ca --data-dir' ;;
-    'webhooks test') echo '--url --token --ca --data-dir' ;;
+    'webhooks test') echo '--message --url --token --ca --data-dir' ;;
     'webhooks deliveries') echo '-n --limit --url --token --ca --data-dir' ;;
     'webhooks redeliver') echo '--url --token --ca --data-dir' ;;
     'events') echo '--url --token --ca --data-dir' ;;

@@ -180,3 +180,45 @@ export async function startReceiver(dir: string): Promise<Receiver> {
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+
+// ─── A long-running CLI (e.g. --follow) whose output is read while it runs ───
+
+export interface RunningCli {
+  /** Resolves once stderr matches. */
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  stdout(): string;
+  kill(signal?: NodeJS.Signals): void;
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+    for (const waiter of waiters.splice(0)) waiter();
+  });
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return {
+    done,
+    stdout: () => stdout,
+    kill: (signal = 'SIGINT') => child.kill(signal),
+    waitForStderr(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} on stderr:\n${stderr}`)), timeoutMs);
+        const check = () => {
+          if (pattern.test(stderr)) {
+            clearTimeout(timer);
+            resolve();
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+  };
+}

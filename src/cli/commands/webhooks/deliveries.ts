@@ -25,7 +25,11 @@ export function webhooksDeliveriesCommand(ctx: Context): Command {
 
 export async function webhooksDeliveriesRun(ctx: Context, id: number, options: WebhooksDeliveriesOptions): Promise<void> {
   if (options.follow) return followRun(ctx, id, options);
-  const { data } = await ctx.client().call<DeliveryLogEntry[]>('GET', `/webhooks/${id}/deliveries`);
+  const query = new URLSearchParams();
+  if (options.failed) query.set('success', 'false');
+  if (options.limit) query.set('limit', String(Math.min(options.limit, 100)));
+  const { data } = await ctx.client().call<DeliveryLogEntry[]>('GET', `/webhooks/${id}/deliveries${query.size ? `?${query}` : ''}`);
+  // Filtered here too, so the output holds what the flags say whatever the daemon's version.
   let entries = options.failed ? data.filter((d) => !d.success) : data;
   if (options.limit) entries = entries.slice(0, options.limit);
   await ctx.render(entries, (ui, rows) => ui.table(rows, deliveryColumns(ui), options.failed ? 'no failed deliveries' : 'no deliveries yet'));
