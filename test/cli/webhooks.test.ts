@@ -102,7 +102,7 @@ describe.skipIf(!HAS_WEBHOOK_ROUTES)('panelctl webhooks', () => {
     expect(recovered.code).toBe(0);
     const lines = recovered.stdout.trim().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/✗\tHTTP 500\twebhook\.test\t.*attempt 1/);
+    expect(lines[0]).toMatch(/✗\tHTTP 500 \(nope\)\twebhook\.test\t.*attempt 1/);
     expect(lines[1]).toMatch(/✓\tHTTP 200\twebhook\.test\t.*attempt 2/);
     expect(recovered.stderr).toContain('delivered (HTTP 200, attempt 2)');
 

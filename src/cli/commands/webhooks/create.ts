@@ -2,7 +2,7 @@
 import { Command } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
 import type { Context } from '../../context.js';
-import { resolveSecret, showGeneratedSecret, type SecretOptions } from './secret.js';
+import { resolveSecret, warnSecretShownOnce, type SecretOptions } from './secret.js';
 import { showEndpoint } from './view.js';
 
 export interface WebhooksCreateOptions extends SecretOptions {
@@ -34,7 +34,7 @@ export async function webhooksCreateRun(ctx: Context, options: WebhooksCreateOpt
     return;
   }
   const ui = await ctx.ui();
-  showEndpoint(ui, data);
-  if (secret.generated) showGeneratedSecret(ui, secret.value);
+  showEndpoint(ui, data, secret.generated ? [['secret', ui.c.bold(secret.value)]] : []);
+  if (secret.generated) warnSecretShownOnce(ui);
   ui.success(`Created webhook ${data.id}`);
 }

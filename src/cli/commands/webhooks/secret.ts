@@ -35,8 +35,7 @@ export async function resolveSecret(ctx: Context, options: SecretOptions, requir
   return undefined;
 }
 
-/** The generated secret, once, on stdout (after the endpoint's record); the warning on stderr. */
-export function showGeneratedSecret(ui: Ui, secret: string): void {
-  ui.record([['secret', ui.c.bold(secret)]]);
+/** The warning that goes with a generated secret (printed once, in the endpoint's record). */
+export function warnSecretShownOnce(ui: Ui): void {
   ui.warn('This signing secret is shown only once and cannot be retrieved again: configure your receiver with it now.');
 }

@@ -5,7 +5,7 @@ import type { WebhookEndpoint } from '../../api-types.js';
 import { parseId } from '../../args.js';
 import type { Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
-import { resolveSecret, showGeneratedSecret } from './secret.js';
+import { resolveSecret, warnSecretShownOnce } from './secret.js';
 import { showEndpoint } from './view.js';
 
 export interface WebhooksUpdateOptions {
@@ -48,7 +48,7 @@ export async function webhooksUpdateRun(ctx: Context, id: number, options: Webho
     return;
   }
   const ui = await ctx.ui();
-  showEndpoint(ui, data);
-  if (secret?.generated) showGeneratedSecret(ui, secret.value);
+  showEndpoint(ui, data, secret?.generated ? [['secret', ui.c.bold(secret.value)]] : []);
+  if (secret?.generated) warnSecretShownOnce(ui);
   ui.success(`Updated webhook ${id}${secret ? ' (signing secret rotated)' : ''}`);
 }

@@ -13,7 +13,8 @@ export function endpointColumns(ui: Ui): Column<WebhookEndpoint>[] {
   ];
 }
 
-export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint): void {
+/** The endpoint as a record; `extra` lines (a generated secret) join it, aligned. */
+export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint, extra: Array<[string, string]> = []): void {
   ui.record([
     ['id', String(endpoint.id)],
     ['url', endpoint.url],
@@ -21,6 +22,7 @@ export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint): void {
     ['active', endpoint.active ? ui.c.green('yes') : ui.c.yellow('no')],
     ['created', ui.time(endpoint.created_at)],
     ['updated', ui.time(endpoint.updated_at)],
+    ...extra,
   ]);
 }
 
@@ -39,9 +41,12 @@ export function deliveryColumns(ui: Ui): Column<DeliveryLogEntry>[] {
 
 /** One line per attempt: for --follow and for test/redeliver results. */
 export function deliveryLine(ui: Ui, d: DeliveryLogEntry): string {
-  const status = d.status_code === 0 ? 'no answer' : `HTTP ${d.status_code}`;
+  let status = d.status_code === 0 ? 'no answer' : `HTTP ${d.status_code}`;
+  // Why a failed attempt failed, in short (the response body, or the connection error).
+  const reason = d.success ? '' : d.response.replace(/\s+/g, ' ').trim().slice(0, 60);
+  if (reason) status += ` (${reason})`;
   const text = [
-    d.created_at,
+    ui.time(d.created_at),
     ui.ok(d.success),
     d.success ? ui.c.green(status) : ui.c.red(status),
     ui.c.bold(d.event),
