@@ -45,6 +45,22 @@ export function sameUrl(a: string, b: string): boolean {
   return a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 }
 
+/** The process's streams, each touched only when used: creating process.stdin is not free. */
+function processIo(): Io {
+  return {
+    get stdout() {
+      return process.stdout;
+    },
+    get stderr() {
+      return process.stderr;
+    },
+    get stdin() {
+      return process.stdin;
+    },
+    env: process.env,
+  };
+}
+
 export class Context {
   #client: ApiClient | null = null;
   #config: Promise<ConfStore> | null = null;
@@ -54,7 +70,7 @@ export class Context {
 
   constructor(
     readonly program: Command,
-    readonly io: Io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
+    readonly io: Io = processIo(),
   ) {}
 
   /** Called before the action runs: global options may follow the command's name too. */

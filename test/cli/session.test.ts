@@ -1,9 +1,10 @@
 // Logging in and out with the built CLI against a real daemon: --password-stdin, wrong
 // password (exit 4), the config file (mode 0600), tokens from flags and the environment,
 // two-factor login (--totp, and the prompt on a terminal), and API keys.
-import { stat } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateCertificate } from '../../src/daemon/tls.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { awayFromStepEdge, cliSession, currentStep, HAS_SCRIPT, plain, runOnTty, totp, type CliSession } from './helpers.js';
 
@@ -26,6 +27,20 @@ describe('panelctl login, logout, whoami, keys', () => {
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('email or password is wrong');
     await expect(stat(join(cli.configDir, 'config.json'))).rejects.toThrow();
+
+    // With --json the error is the API's envelope, on stderr.
+    const json = await cli.run(['--json', 'login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: 'not-the-password\n' });
+    expect(json.code).toBe(4);
+    expect(json.stdout).toBe('');
+    expect(JSON.parse(json.stderr)).toEqual({ data: null, error: 'invalid credentials', message: expect.any(String) });
+  });
+
+  it('names a certificate problem when the daemon is not trusted (exit 1)', async () => {
+    const other = join(cli.configDir, 'other-ca.pem');
+    await writeFile(other, generateCertificate(1).cert);
+    const result = await cli.run(['--ca', other, 'login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/TLS certificate of https:\/\/127\.0\.0\.1:\d+ not trusted \([A-Z_]+\): pass the daemon's certificate with --ca FILE/);
   });
 
   it('logs in with --password-stdin, keeps the token in a 0600 config file, and whoami uses it', async () => {
@@ -166,8 +181,13 @@ describe('panelctl 2fa and two-factor login', () => {
     expect(await cli.json(['2fa', 'disable', totp(setup.secret, step + 1)])).toEqual({ two_factor_enabled: false });
   });
 
-  it.skipIf(!HAS_SCRIPT)('on a terminal, prompts for email, hidden password and the two-factor code', async () => {
-    const setup = await cli.json<{ secret: string }>(['2fa', 'setup']);
+  it.skipIf(!HAS_SCRIPT)('on a terminal, 2fa setup shows a QR code; login prompts for email, hidden password and the code', async () => {
+    const shown = await runOnTty(['--data-dir', daemon.dataDir, '--url', daemon.url, '2fa', 'setup'], cli.env).done;
+    expect(shown.code).toBe(0);
+    expect(shown.output).toMatch(/[▀▄█]{10,}/);
+    const secretLine = /secret:\s+([A-Z2-7]+)/.exec(plain(shown.output));
+    expect(secretLine).not.toBeNull();
+    const setup = { secret: secretLine![1] };
     await awayFromStepEdge(15);
     const step = currentStep();
     expect(await cli.json(['2fa', 'enable', totp(setup.secret, step - 1)])).toEqual({ two_factor_enabled: true });
