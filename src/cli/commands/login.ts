@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { Command } from 'commander';
 import { EXIT } from '../../shared/errors.js';
 import type { LoginResult } from '../../shared/api/users.js';
-import { ApiRequestError } from '../api-client.js';
+import { ApiClient, ApiRequestError } from '../api-client.js';
 import type { Context } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import { promptHidden, promptLine, readSecretFromStdin } from '../prompt.js';
@@ -41,7 +41,8 @@ export async function loginRun(ctx: Context, options: LoginOptions): Promise<voi
   else throw new UsageError('no terminal to ask for the password: pass it on standard input with --password-stdin');
   if (!password) throw new UsageError('a password is required');
 
-  const client = ctx.client({ requireToken: false });
+  // No token on the login request itself, whatever is stored or set in the environment.
+  const client = new ApiClient({ baseUrl: ctx.baseUrl(), caFile: ctx.caFile() });
   const body: { email: string; password: string; totp_code?: string } = { email, password };
   if (options.totp) body.totp_code = options.totp.trim();
   let result: LoginResult;
@@ -57,6 +58,7 @@ export async function loginRun(ctx: Context, options: LoginOptions): Promise<voi
   }
 
   const ca = ctx.caFile();
+  await client.close();
   await ctx.saveLogin({ url: client.baseUrl, token: result.token, email: result.user.email, ca: existsSync(ca) ? ca : undefined });
   await ctx.render(result, (ui) => {
     ui.success(`Logged in to ${client.baseUrl} as ${result.user.email} (${result.user.role})`);
