@@ -25,12 +25,12 @@ export async function run(argv: string[]): Promise<number> {
       return error.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
     if (error instanceof CliError) {
-      if (ctx.json && error.envelope) process.stderr.write(`${JSON.stringify(error.envelope)}\n`);
-      else if (ctx.json) process.stderr.write(`${JSON.stringify({ data: null, error: 'cli error', message: error.message })}\n`);
-      else process.stderr.write(`panelctl: ${error.message}\n`);
+      if (ctx.json && error.envelope) ctx.err(JSON.stringify(error.envelope));
+      else if (ctx.json) ctx.err(JSON.stringify({ data: null, error: 'cli error', message: error.message }));
+      else ctx.err(`panelctl: ${error.message}`);
       return error.exitCode;
     }
-    process.stderr.write(`panelctl: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    ctx.err(`panelctl: unexpected error: ${(error as Error)?.stack ?? String(error)}`);
     return EXIT.ERROR;
   } finally {
     await ctx.close().catch(() => undefined);

@@ -14,7 +14,7 @@ export interface Column<T> {
 }
 
 export interface Spinner {
-  update(text: string): void;
+  /** Clears the spinner line; safe to call more than once. */
   stop(): void;
 }
 
@@ -111,27 +111,19 @@ export class Ui {
     return success ? this.c.green('✓') : this.c.red('✗');
   }
 
-  status(code: number): string {
-    const text = code === 0 ? 'no answer' : String(code);
-    if (code >= 200 && code < 300) return this.c.green(text);
-    return this.c.red(text);
-  }
-
   /** A spinner on stderr, only when stderr is a terminal and not in --json mode. */
   spinner(text: string): Spinner {
     const stderr = this.ctx.io.stderr;
-    if (!stderr.isTTY || this.ctx.json) return { update: () => undefined, stop: () => undefined };
+    if (!stderr.isTTY || this.ctx.json) return { stop: () => undefined };
     let frame = 0;
-    let label = text;
-    const draw = () => stderr.write(`\r\x1b[K${this.e.cyan(FRAMES[frame++ % FRAMES.length])} ${label}`);
+    const draw = () => stderr.write(`\r\x1b[K${this.e.cyan(FRAMES[frame++ % FRAMES.length])} ${text}`);
     draw();
-    const timer = setInterval(draw, 80);
+    let timer: NodeJS.Timeout | null = setInterval(draw, 80);
     return {
-      update: (next) => {
-        label = next;
-      },
       stop: () => {
+        if (!timer) return;
         clearInterval(timer);
+        timer = null;
         stderr.write('\r\x1b[K');
       },
     };

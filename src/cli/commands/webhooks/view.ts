@@ -32,7 +32,7 @@ export function deliveryColumns(ui: Ui): Column<DeliveryLogEntry>[] {
     { header: 'time', value: (d) => ui.time(d.created_at) },
     { header: 'event', value: (d) => d.event },
     { header: 'ok', value: (d) => (d.success ? 'ok' : 'failed'), style: (text, d) => (d.success ? ui.c.green(text) : ui.c.red(text)) },
-    { header: 'status', value: (d) => String(d.status_code) },
+    { header: 'status', value: (d) => (d.status_code ? String(d.status_code) : '-') },
     { header: 'attempt', value: (d) => String(d.attempt) },
     { header: 'ms', value: (d) => String(d.duration_ms) },
     { header: 'delivery', value: (d) => d.delivery_id },
