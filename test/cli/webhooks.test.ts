@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { cliSession, spawnCli, startReceiver, type CliSession, type Receiver } from './helpers.js';
+import { cliSession, HAS_SCRIPT, plain, runOnTty, spawnCli, startReceiver, type CliSession, type Receiver } from './helpers.js';
 
 const HAS_WEBHOOK_ROUTES = existsSync(fileURLToPath(new URL('../../src/daemon/routes/webhooks/index.ts', import.meta.url)));
 if (!HAS_WEBHOOK_ROUTES) console.warn('test/cli/webhooks.test.ts: skipped, the webhook routes are not in this build yet');
@@ -105,6 +105,7 @@ describe.skipIf(!HAS_WEBHOOK_ROUTES)('panelctl webhooks', () => {
     expect(lines[0]).toMatch(/✗\tHTTP 500 \(nope\)\twebhook\.test\t.*attempt 1/);
     expect(lines[1]).toMatch(/✓\tHTTP 200\twebhook\.test\t.*attempt 2/);
     expect(recovered.stderr).toContain('delivered (HTTP 200, attempt 2)');
+    expect(recovered.stderr).not.toContain('waiting for the retry'); // no spinner when not on a terminal
 
     receiver.respondWith(503);
     const failed = await cli.run(['--json', 'webhooks', 'test', String(id)]);
@@ -114,12 +115,21 @@ describe.skipIf(!HAS_WEBHOOK_ROUTES)('panelctl webhooks', () => {
     receiver.respondWith(200);
   });
 
+  it.skipIf(!HAS_SCRIPT)('shows a spinner on a terminal while the retry is pending', async () => {
+    receiver.respondWith(500, 200);
+    const tty = await runOnTty(['--data-dir', daemon.dataDir, '--url', daemon.url, 'webhooks', 'test', String(id)], { ...cli.env, NO_COLOR: '' }).done;
+    expect(tty.code).toBe(0);
+    expect(tty.output).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]\S* attempt 1 failed; waiting for the retry…/);
+    expect(plain(tty.output)).toMatch(/✓\s+HTTP 200\s+webhook\.test/);
+    receiver.respondWith(200);
+  });
+
   it('lists deliveries newest first, with --failed and --limit', async () => {
     const all = await cli.json<Array<{ id: number; success: boolean; attempt: number }>>(['webhooks', 'deliveries', String(id)]);
-    expect(all.length).toBe(5);
+    expect(all.length).toBe(HAS_SCRIPT ? 7 : 5);
     expect(all.map((e) => e.id)).toEqual([...all.map((e) => e.id)].sort((a, b) => b - a));
     const failed = await cli.json<Array<{ success: boolean }>>(['webhooks', 'deliveries', String(id), '--failed']);
-    expect(failed.length).toBe(3);
+    expect(failed.length).toBe(HAS_SCRIPT ? 4 : 3);
     expect(failed.every((e) => !e.success)).toBe(true);
     expect(await cli.json(['webhooks', 'deliveries', String(id), '--limit', '2'])).toEqual(all.slice(0, 2));
   });
