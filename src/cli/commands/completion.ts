@@ -8,7 +8,7 @@ const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export function completionCommand(ctx: Context): Command {
   return new Command('completion')
     .description('print the shell completion script for bash, zsh or fish')
-    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(SHELLS))
+    .addArgument(new Argument('<shell>', 'the shell to complete for').choices(SHELLS))
     .addHelpText(
       'after',
       `
