@@ -154,8 +154,17 @@ export class Context {
     this.#stored = login;
   }
 
+  /** Forgets the stored login; an unreadable config file is removed (it holds nothing else). */
   async forgetLogin(): Promise<StoredLogin | undefined> {
-    const previous = this.storedLogin();
+    let previous: StoredLogin | undefined;
+    try {
+      previous = this.storedLogin();
+    } catch {
+      const { rm } = await import('node:fs/promises');
+      await rm(this.configFile(), { force: true });
+      this.#stored = undefined;
+      return undefined;
+    }
     if (previous) (await this.config()).delete('login');
     this.#stored = undefined;
     return previous;

@@ -1,7 +1,8 @@
 // The CLI without a daemon: usage errors (exit 2), an unreachable daemon (exit 1 with the
 // hint), and the generated completions and man page (fresh, valid for each shell and groff).
 import { spawnSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,6 +97,16 @@ describe('panelctl usage and errors', () => {
     expect(json.code).toBe(1);
     expect(json.stdout).toBe('');
     expect(JSON.parse(json.stderr)).toEqual({ data: null, error: 'cli error', message: expect.stringContaining('daemon start') });
+  });
+
+  it('names an unreadable config file, and logout resets it', async () => {
+    await writeFile(join(cli.configDir, 'config.json'), '{broken');
+    const broken = await cli.run(['--url', 'https://127.0.0.1:9', 'whoami']);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`cannot read ${join(cli.configDir, 'config.json')}`);
+    expect(broken.stderr).toContain('panelctl logout');
+    expect((await cli.run(['logout'])).code).toBe(0);
+    expect((await cli.run(['--url', 'https://127.0.0.1:9', 'whoami'])).code).toBe(4);
   });
 
   it('exits 4 with the login hint when there is no login at all', async () => {
