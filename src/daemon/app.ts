@@ -4,6 +4,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { TokenService } from './auth/tokens.js';
 import { EventBus } from './dispatcher/bus.js';
+import dispatcherPlugin from './dispatcher/plugin.js';
 import authPlugin from './plugins/auth.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
@@ -12,6 +13,7 @@ import settingsRoutes from './routes/admin/settings.js';
 import healthRoutes from './routes/health/index.js';
 import userRoutes from './routes/users/index.js';
 import eventRoutes from './routes/events/index.js';
+import webhookRoutes from './routes/webhooks/index.js';
 import type { DaemonOptions } from './services.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -47,6 +49,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('clock', options.clock ?? Date.now);
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
   app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
+  await app.register(dispatcherPlugin);
   await app.register(authPlugin);
 
   await app.register(
@@ -56,6 +59,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
       await api.register(settingsRoutes);
       await api.register(userRoutes);
       await api.register(eventRoutes);
+      await api.register(webhookRoutes);
     },
     { prefix: '/api/v1' },
   );

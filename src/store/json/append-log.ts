@@ -45,10 +45,17 @@ export class AppendLog {
 
   /** Closes the file handle; the next append reopens it (used after the file is replaced). */
   async reopen(): Promise<void> {
-    await this.idle();
+    // Re-checked after every wait: an append made meanwhile must not find its handle closed.
+    do await this.idle();
+    while (this.#inFlight || this.#next);
     const handle = this.#handle;
     this.#handle = null;
     await handle?.close();
+  }
+
+  /** Whether a file handle is open (the delivery log bounds how many are). */
+  get isOpen(): boolean {
+    return this.#handle !== null;
   }
 
   async close(): Promise<void> {
