@@ -186,6 +186,8 @@ describe.concurrent('webhook delivery', () => {
       );
     }
     await hook.waitFor(105);
+    // One shared agent with keep-alive: connections are reused, at most one per slot.
+    expect(hook.connections()).toBeLessThanOrEqual(8);
     const deadline = Date.now() + 10_000;
     let log: any[] = [];
     while (Date.now() < deadline) {

@@ -72,6 +72,8 @@ export interface Receiver {
   requests: ReceivedRequest[];
   /** The highest number of requests it was handling at once. */
   maxConcurrent(): number;
+  /** How many TLS connections were opened to it (keep-alive reuses them). */
+  connections(): number;
   /** Replaces how it answers (default: 200 "ok"). */
   handle(handler: Handler): void;
   /** Resolves once `count` requests have arrived (rejects after `timeoutMs`). */
@@ -87,6 +89,7 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
   let current = handler;
   let active = 0;
   let peak = 0;
+  let connections = 0;
 
   const server: Server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
     active++;
@@ -129,6 +132,7 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
       } else answer();
     });
   });
+  server.on('secureConnection', () => connections++);
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -141,6 +145,7 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
     port,
     requests,
     maxConcurrent: () => peak,
+    connections: () => connections,
     handle(next) {
       current = next;
     },

@@ -29,8 +29,15 @@ export interface DispatcherOptions {
   log?: { error(details: object, message: string): void };
 }
 
-/** Raised to a caller waiting for an attempt that will not be made by this process. */
-export class DeliveryNotAttempted extends Error {}
+/** Raised to a caller waiting for an attempt that will not be made (or logged) by this process. */
+export class DeliveryNotAttempted extends Error {
+  constructor(
+    readonly reason: 'stopping' | 'endpoint gone' | 'not logged',
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** An endpoint with pending work: how many of its attempts are in flight, when to look again. */
 interface Lane {
@@ -111,7 +118,7 @@ export class Dispatcher {
     for (const [id, waiter] of this.#waiters) {
       if (this.#inFlight.has(id)) continue;
       this.#waiters.delete(id);
-      waiter.reject(new DeliveryNotAttempted('the daemon is stopping; the delivery stays queued and is made after it starts again'));
+      waiter.reject(new DeliveryNotAttempted('stopping', 'the daemon is stopping; the delivery stays queued and is made after it starts again'));
     }
     await Promise.allSettled([...this.#inFlight.values()]);
     await this.#sender.close();
@@ -122,7 +129,7 @@ export class Dispatcher {
    * queued (with an id chosen beforehand), so the attempt cannot be missed.
    */
   firstAttempt(deliveryId: string): Promise<DeliveryLogEntry> {
-    if (this.#stopping) return Promise.reject(new DeliveryNotAttempted('the daemon is stopping'));
+    if (this.#stopping) return Promise.reject(new DeliveryNotAttempted('stopping', 'the daemon is stopping'));
     return new Promise((resolve, reject) => this.#waiters.set(deliveryId, { resolve, reject }));
   }
 
@@ -211,6 +218,7 @@ export class Dispatcher {
 
   /** Nothing due now: look again at `at`, or forget the lane when it has no work at all. */
   #sleep(lane: Lane, at: number | null): void {
+    if (this.#stopping) return;
     if (at === null) {
       if (lane.inFlight === 0 && !lane.queued) {
         if (lane.timer) clearTimeout(lane.timer);
@@ -232,26 +240,38 @@ export class Dispatcher {
   #launch(lane: Lane, delivery: DeliveryRecord): void {
     lane.inFlight++;
     this.#active++;
-    const job = this.#attempt(delivery)
+    // The slot is for the network exchange: it is freed as soon as the answer is in, while the
+    // outcome is recorded (a retry is offered only once recorded, so it cannot start early).
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      lane.inFlight--;
+      this.#active--;
+      if (this.#stopping) return;
+      this.#enqueue(lane);
+      void this.#pump();
+    };
+    const job = this.#attempt(delivery, release)
       .catch((error) => this.#log?.error({ err: error, delivery_id: delivery.id }, 'webhook attempt failed to be recorded'))
       .finally(() => {
-        lane.inFlight--;
-        this.#active--;
+        release();
         this.#inFlight.delete(delivery.id);
+        // A retry becomes claimable only now that it is recorded: look at the endpoint again.
         if (this.#stopping) return;
-        this.#enqueue(lane);
+        this.#wake(delivery.endpoint_id);
         void this.#pump();
       });
     this.#inFlight.set(delivery.id, job);
   }
 
   /** One attempt of one delivery: send, then record the log entry and the outcome together. */
-  async #attempt(delivery: DeliveryRecord): Promise<void> {
+  async #attempt(delivery: DeliveryRecord, release: () => void): Promise<void> {
     const endpoint = await this.#store.webhooks.get(delivery.endpoint_id);
     if (!endpoint || (!endpoint.active && !delivery.manual)) {
       // Deleted, or deactivated after the event was queued: it no longer receives events.
       await this.#store.outbox.updateDelivery({ ...delivery, state: 'cancelled' });
-      this.#rejectWaiter(delivery.id, endpoint ? 'the endpoint was deactivated' : 'the endpoint was deleted');
+      this.#rejectWaiter(delivery.id, new DeliveryNotAttempted('endpoint gone', endpoint ? 'the endpoint was deactivated' : 'the endpoint was deleted'));
       return;
     }
     const attempt = delivery.attempts + 1;
@@ -265,6 +285,9 @@ export class Dispatcher {
     };
     const createdAt = new Date(this.#clock()).toISOString();
     const result = await this.#sender.send(endpoint.url, headers, delivery.body, await this.#allowPrivate());
+    // Freed on the next turn of the event loop, once undici has put the connection back in its
+    // pool; freed at once, the next attempt could find it still busy and open another one.
+    setImmediate(release);
     const state: DeliveryRecord['state'] = result.success ? 'succeeded' : attempt >= MAX_ATTEMPTS ? 'failed' : 'pending';
     const outcome: DeliveryRecord = {
       ...delivery,
@@ -292,7 +315,7 @@ export class Dispatcher {
       this.#log?.error({ err: progressed.reason, delivery_id: delivery.id }, 'could not record webhook delivery progress');
     }
     if (logged.status === 'rejected') {
-      this.#rejectWaiter(delivery.id, 'the attempt was made but could not be logged');
+      this.#rejectWaiter(delivery.id, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
       throw logged.reason;
     }
     this.#publish(logged.value, endpoint.user_id);
@@ -317,11 +340,11 @@ export class Dispatcher {
     }
   }
 
-  #rejectWaiter(deliveryId: string, reason: string): void {
+  #rejectWaiter(deliveryId: string, error: DeliveryNotAttempted): void {
     const waiter = this.#waiters.get(deliveryId);
     if (!waiter) return;
     this.#waiters.delete(deliveryId);
-    waiter.reject(new DeliveryNotAttempted(reason));
+    waiter.reject(error);
   }
 }
 

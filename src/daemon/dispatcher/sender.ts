@@ -1,6 +1,7 @@
 // One webhook attempt over HTTPS: one shared undici Agent with keep-alive, a 10 s limit for the
 // whole attempt (connect, headers and body), no redirects (undici follows none unless told),
 // at most 4096 bytes of the answer read, and the SSRF guard applied where sockets connect.
+import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
@@ -26,7 +27,6 @@ export interface SenderOptions {
   resolve?: Parameters<typeof guardedLookup>[0];
 }
 
-class AttemptTimeout extends Error {}
 
 /** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */
 export function truncateUtf8(bytes: Buffer, limit: number): string {
@@ -67,8 +67,13 @@ export class WebhookSender {
    */
   async send(url: string, headers: Record<string, string>, body: string, allowPrivate: boolean): Promise<AttemptResult> {
     const started = performance.now();
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new AttemptTimeout()), this.#timeoutMs);
+    // undici takes an EventEmitter as abort signal; cheaper than an AbortController per attempt.
+    const abort = new EventEmitter();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.emit('abort');
+    }, this.#timeoutMs);
     const done = (status_code: number, response: string, success: boolean): AttemptResult => ({
       status_code,
       response,
@@ -83,7 +88,7 @@ export class WebhookSender {
         method: 'POST',
         headers,
         body,
-        signal: controller.signal,
+        signal: abort,
       });
       const chunks: Buffer[] = [];
       let size = 0;
@@ -97,7 +102,7 @@ export class WebhookSender {
       const status = answer.statusCode;
       return done(status, truncateUtf8(Buffer.concat(chunks), MAX_RESPONSE_BYTES), status >= 200 && status < 300);
     } catch (error) {
-      if (controller.signal.aborted) {
+      if (timedOut) {
         return done(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false);
       }
       return done(0, describeError(error), false);

@@ -52,6 +52,7 @@ export const ListWebhooksQuery = Type.Object(
     user_id: Type.Optional(Type.Integer({ minimum: 1, description: "Admins: that user's endpoints" })),
     all: Type.Optional(Type.Boolean({ description: "Admins: every user's endpoints" })),
   },
+  { additionalProperties: false },
 );
 export type ListWebhooksQuery = Static<typeof ListWebhooksQuery>;
 
@@ -79,6 +80,7 @@ export const DeliveriesQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100, description: 'At most this many entries' })),
     success: Type.Optional(Type.Boolean({ description: 'Only successful (true) or failed (false) attempts' })),
   },
+  { additionalProperties: false },
 );
 export type DeliveriesQuery = Static<typeof DeliveriesQuery>;
 
@@ -96,9 +98,10 @@ export const RedeliverParams = Type.Object({
 });
 export type RedeliverParams = Static<typeof RedeliverParams>;
 
-export const StreamQuery = Type.Object({
-  endpoint_id: Type.Optional(Type.Integer({ minimum: 1, description: "Only this endpoint's entries" })),
-});
+export const StreamQuery = Type.Object(
+  { endpoint_id: Type.Optional(Type.Integer({ minimum: 1, description: "Only this endpoint's entries" })) },
+  { additionalProperties: false },
+);
 export type StreamQuery = Static<typeof StreamQuery>;
 
 export const DeletedWebhook = Type.Object({ id: Type.Integer() });

@@ -3,7 +3,7 @@
 // of endpoints. A file is cut back to the newest 100 entries once it holds 200. Logs are
 // read from disk on request, so memory does not grow with log size, and at most
 // MAX_OPEN_FILES file handles stay open however many endpoints there are.
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DeliveryLogRepository } from '../store.js';
 import type { DeliveryLogEntry } from '../types.js';
@@ -11,7 +11,7 @@ import { AppendLog } from './append-log.js';
 import { atomicWrite } from './durable-writer.js';
 
 export const LOG_RETENTION = 100;
-const MAX_OPEN_FILES = 128;
+const MAX_OPEN_FILES = 1024;
 
 export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #logs = new Map<number, AppendLog>();
@@ -108,25 +108,33 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     }
   }
 
+  /** Counts the lines once per endpoint, cutting off a line torn by a crash mid-append. */
   async #count(endpointId: number): Promise<number> {
     const known = this.#lineCounts.get(endpointId);
     if (known !== undefined) return known;
-    const count = (await this.#read(endpointId)).length;
+    const text = await this.#text(endpointId);
+    const complete = text.lastIndexOf('\n') + 1;
+    if (complete < text.length && !this.#lineCounts.has(endpointId)) {
+      await truncate(this.#path(endpointId), Buffer.byteLength(text.slice(0, complete)));
+    }
+    const count = text.slice(0, complete).split('\n').filter(Boolean).length;
     // Two first appends may both read; the one that wrote meanwhile keeps its count.
     if (!this.#lineCounts.has(endpointId)) this.#lineCounts.set(endpointId, count);
     return this.#lineCounts.get(endpointId)!;
   }
 
-  async #read(endpointId: number): Promise<DeliveryLogEntry[]> {
-    let text: string;
+  async #text(endpointId: number): Promise<string> {
     try {
-      text = await readFile(this.#path(endpointId), 'utf8');
+      return await readFile(this.#path(endpointId), 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
       throw error;
     }
+  }
+
+  async #read(endpointId: number): Promise<DeliveryLogEntry[]> {
     const entries: DeliveryLogEntry[] = [];
-    for (const line of text.split('\n')) {
+    for (const line of (await this.#text(endpointId)).split('\n')) {
       if (!line) continue;
       try {
         entries.push(JSON.parse(line) as DeliveryLogEntry);
@@ -137,11 +145,12 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return entries;
   }
 
+  /** Cuts the file back to its newest entries, as text: no parsing on the delivery path. */
   async #compact(endpointId: number): Promise<void> {
     const log = this.#log(endpointId);
     await log.idle();
-    const keep = (await this.#read(endpointId)).slice(-this.retention);
-    await atomicWrite(this.#path(endpointId), keep.map((e) => JSON.stringify(e)).join('\n') + '\n', 0o600);
+    const keep = (await this.#text(endpointId)).split('\n').filter(Boolean).slice(-this.retention);
+    await atomicWrite(this.#path(endpointId), keep.join('\n') + '\n', 0o600);
     await log.reopen();
     this.#lineCounts.set(endpointId, keep.length);
   }

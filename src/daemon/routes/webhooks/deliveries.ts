@@ -36,8 +36,10 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     try {
       return await first;
     } catch (error) {
-      if (error instanceof DeliveryNotAttempted) throw new ApiError('SHUTTING_DOWN', `the delivery was queued but not attempted: ${error.message}`);
-      throw error;
+      if (!(error instanceof DeliveryNotAttempted)) throw error;
+      if (error.reason === 'endpoint gone') throw new ApiError('NOT_FOUND', `webhook ${endpoint.id} was removed before the attempt`);
+      if (error.reason === 'not logged') throw new ApiError('STORAGE_UNAVAILABLE', error.message);
+      throw new ApiError('SHUTTING_DOWN', `the delivery was queued but not attempted: ${error.message}`);
     }
   }
 
@@ -59,7 +61,8 @@ export default async function deliveryRoutes(app: FastifyInstance) {
       const { limit = 100, success } = request.query;
       let entries = await app.store.deliveryLog.list(id);
       if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
-      return ok(entries.slice(0, limit));
+      // Entries recorded without request_headers (seeded, or older builds) show an empty set.
+      return ok(entries.slice(0, limit).map((entry) => ({ ...entry, request_headers: entry.request_headers ?? {} })));
     },
   );
 
