@@ -202,6 +202,8 @@ export class Dispatcher {
             this.#sleep(lane, this.#clock() + 1_000);
             continue;
           }
+          // Stopped while claiming: the claim lives in memory only, the delivery stays pending.
+          if (this.#stopping) break;
           if (!claim.delivery) {
             this.#sleep(lane, claim.next_due_at);
             continue;
