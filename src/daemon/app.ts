@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { TokenService } from './auth/tokens.js';
 import { EventBus } from './dispatcher/bus.js';
 import authPlugin from './plugins/auth.js';
+import docsPlugin from './plugins/docs.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import loginRoutes from './routes/auth/login.js';
@@ -48,6 +49,8 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
   app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
   await app.register(authPlugin);
+  // Before the routes: the OpenAPI generator collects routes as they are added.
+  await app.register(docsPlugin);
 
   await app.register(
     async (api) => {
