@@ -17,6 +17,18 @@ interface Ctx {
   customerEmail: string;
   /** Creates a throwaway customer and answers its id. */
   newUser(): Promise<number>;
+  /** Creates a subscription (of the customer by default) and answers its id. */
+  newSubscription(customerId?: number): Promise<number>;
+  /** Creates a site in that subscription and answers its id. */
+  newSite(subscriptionId: number): Promise<number>;
+  /** A fresh host name. */
+  domain(): string;
+  /** The customer's default subscription, its main domain, a site domain in use, another customer's subscription and site. */
+  ownSubscriptionId: number;
+  ownMainDomain: string;
+  takenSiteDomain: string;
+  otherSubscriptionId: number;
+  otherSiteId: number;
 }
 
 interface Row {
@@ -37,7 +49,8 @@ interface Row {
 const ADMIN_SETTINGS = 'admin/settings';
 const op = (method: string, path: string) => `${method} /api/v1/${path}`;
 
-const ROWS: Row[] = [
+/** Users, login, settings, events. */
+const CORE_ROWS: Row[] = [
   // health
   { op: op('GET', 'health'), status: 200, case: 'liveness without credentials', as: 'none' },
 
@@ -91,9 +104,70 @@ const ROWS: Row[] = [
   { op: op('POST', 'admin/events'), status: 422, case: 'unknown event', as: 'admin', error: 'validation failed', body: { event: 'no.such', data: {} } },
 ];
 
+const SUBSCRIPTIONS = 'admin/subscriptions';
+const SUSPEND = 'admin/subscriptions/{id}/suspend';
+
+/** Subscriptions and sites. */
+const SOURCES_ROWS: Row[] = [
+  // subscriptions
+  { op: op('GET', 'subscriptions'), status: 200, case: "customer's own", as: 'customer' },
+  { op: op('GET', 'subscriptions'), status: 200, case: 'admin sees all', as: 'admin' },
+  { op: op('GET', 'subscriptions'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
+  { op: op('POST', SUBSCRIPTIONS), status: 201, case: 'for a customer', as: 'admin', body: (ctx) => ({ customer_id: ctx.customerId, main_domain: ctx.domain() }) },
+  { op: op('POST', SUBSCRIPTIONS), status: 400, case: 'main_domain missing', as: 'admin', error: 'bad request', body: (ctx) => ({ customer_id: ctx.customerId }) },
+  { op: op('POST', SUBSCRIPTIONS), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', body: (ctx) => ({ customer_id: ctx.customerId, main_domain: ctx.domain() }) },
+  { op: op('POST', SUBSCRIPTIONS), status: 403, case: 'customer', as: 'customer', error: 'forbidden', body: (ctx) => ({ customer_id: ctx.customerId, main_domain: ctx.domain() }) },
+  { op: op('POST', SUBSCRIPTIONS), status: 409, case: 'main domain taken', as: 'admin', error: 'conflict', body: (ctx) => ({ customer_id: ctx.customerId, main_domain: ctx.ownMainDomain }) },
+  { op: op('POST', SUBSCRIPTIONS), status: 422, case: 'customer_id is an admin', as: 'admin', error: 'validation failed', body: (ctx) => ({ customer_id: ctx.adminId, main_domain: ctx.domain() }) },
+  { op: op('POST', SUSPEND), status: 200, case: 'an active subscription', as: 'admin', params: async (ctx) => ({ id: await ctx.newSubscription() }) },
+  { op: op('POST', SUSPEND), status: 400, case: 'id not a number', as: 'admin', error: 'bad request', params: { id: 'abc' } },
+  { op: op('POST', SUSPEND), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: (ctx) => ({ id: ctx.ownSubscriptionId }) },
+  { op: op('POST', SUSPEND), status: 403, case: 'customer', as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.ownSubscriptionId }) },
+  { op: op('POST', SUSPEND), status: 404, case: 'unknown id', as: 'admin', error: 'not found', params: { id: 999999 } },
+  {
+    op: op('POST', SUSPEND), status: 409, case: 'already suspended', as: 'admin', error: 'conflict',
+    params: async (ctx) => {
+      const id = await ctx.newSubscription();
+      const first = await ctx.daemon.request('POST', `/admin/subscriptions/${id}/suspend`, { token: ctx.tokens.admin });
+      if (first.status !== 200) throw new Error(`suspend failed: ${first.text}`);
+      return { id };
+    },
+  },
+  { op: op('POST', SUSPEND), status: 422, case: 'id 0', as: 'admin', error: 'validation failed', params: { id: 0 } },
+
+  // sites
+  { op: op('GET', 'sites'), status: 200, case: "customer's default subscription", as: 'customer' },
+  { op: op('GET', 'sites'), status: 200, case: 'a named subscription', as: 'customer', query: (ctx) => ({ subscription_id: ctx.ownSubscriptionId }) },
+  { op: op('GET', 'sites'), status: 400, case: 'subscription_id not a number', as: 'customer', error: 'bad request', query: { subscription_id: 'abc' } },
+  { op: op('GET', 'sites'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
+  { op: op('GET', 'sites'), status: 403, case: "another customer's subscription", as: 'customer', error: 'forbidden', query: (ctx) => ({ subscription_id: ctx.otherSubscriptionId }) },
+  { op: op('GET', 'sites'), status: 404, case: 'unknown subscription', as: 'customer', error: 'not found', query: { subscription_id: 999999 } },
+  { op: op('POST', 'sites'), status: 201, case: 'in the default subscription', as: 'customer', body: (ctx) => ({ domain: ctx.domain() }) },
+  { op: op('POST', 'sites'), status: 400, case: 'admin without subscription_id', as: 'admin', error: 'bad request', body: (ctx) => ({ domain: ctx.domain() }) },
+  { op: op('POST', 'sites'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', body: (ctx) => ({ domain: ctx.domain() }) },
+  { op: op('POST', 'sites'), status: 403, case: "another customer's subscription", as: 'customer', error: 'forbidden', body: (ctx) => ({ domain: ctx.domain(), subscription_id: ctx.otherSubscriptionId }) },
+  { op: op('POST', 'sites'), status: 404, case: 'unknown subscription', as: 'customer', error: 'not found', body: (ctx) => ({ domain: ctx.domain(), subscription_id: 999999 }) },
+  { op: op('POST', 'sites'), status: 409, case: 'domain taken', as: 'customer', error: 'conflict', body: (ctx) => ({ domain: ctx.takenSiteDomain }) },
+  { op: op('POST', 'sites'), status: 422, case: 'not a host name', as: 'customer', error: 'validation failed', body: { domain: 'not a host!' } },
+  { op: op('DELETE', 'sites/{id}'), status: 200, case: 'own site', as: 'customer', params: async (ctx) => ({ id: await ctx.newSite(ctx.ownSubscriptionId) }) },
+  { op: op('DELETE', 'sites/{id}'), status: 400, case: 'id not a number', as: 'customer', error: 'bad request', params: { id: 'abc' } },
+  { op: op('DELETE', 'sites/{id}'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: (ctx) => ({ id: ctx.otherSiteId }) },
+  { op: op('DELETE', 'sites/{id}'), status: 403, case: "another customer's site", as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.otherSiteId }) },
+  { op: op('DELETE', 'sites/{id}'), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 } },
+  { op: op('DELETE', 'sites/{id}'), status: 422, case: 'id 0', as: 'customer', error: 'validation failed', params: { id: 0 } },
+];
+
+const ROWS: Row[] = [...CORE_ROWS, ...SOURCES_ROWS];
+
+const PUBLISH_FAILURE = 'the event cannot be queued: provoked on a full or read-only disk by test/reliability/disk.test.ts';
+
 /** Documented statuses no row provokes, each with the reason it cannot be provoked here. */
 const UNEXERCISED: Record<string, string> = {
   [`${op('POST', 'admin/events')} 503`]: 'storage failure: provoked on a read-only tmpfs by test/reliability/disk.test.ts',
+  [`${op('POST', SUBSCRIPTIONS)} 503`]: PUBLISH_FAILURE,
+  [`${op('POST', SUSPEND)} 503`]: PUBLISH_FAILURE,
+  [`${op('POST', 'sites')} 503`]: PUBLISH_FAILURE,
+  [`${op('DELETE', 'sites/{id}')} 503`]: PUBLISH_FAILURE,
   [`${op('POST', 'auth/login')} 429`]: 'rate limit: not enforced in this build yet',
 };
 
@@ -143,7 +217,37 @@ describe('contract: responses match the document', () => {
     const customerEmail = `contract-${users}@example.com`;
     const customer = await daemon.login(customerEmail, 'customer-password-1');
     const me = await daemon.request('GET', '/auth/me', { token: admin });
-    ctx = { daemon, tokens: { admin, customer }, adminId: me.body.data.id, customerId, customerEmail, newUser };
+
+    let domains = 0;
+    const domain = () => `d${++domains}.contract.example`;
+    const created = async (path: string, body: object) => {
+      const answer = await daemon.request('POST', path, { token: admin, body });
+      if (answer.status !== 201) throw new Error(`POST ${path} failed: ${answer.text}`);
+      return answer.body.data as { id: number; main_domain?: string };
+    };
+    const newSubscription = async (owner = customerId) => (await created('/admin/subscriptions', { customer_id: owner, main_domain: domain() })).id;
+    const newSite = async (subscriptionId: number) => (await created('/sites', { domain: domain(), subscription_id: subscriptionId })).id;
+    const own = await created('/admin/subscriptions', { customer_id: customerId, main_domain: domain() });
+    const takenSiteDomain = domain();
+    await created('/sites', { domain: takenSiteDomain, subscription_id: own.id });
+    const otherSubscriptionId = await newSubscription(await newUser());
+    const otherSiteId = await newSite(otherSubscriptionId);
+    ctx = {
+      daemon,
+      tokens: { admin, customer },
+      adminId: me.body.data.id,
+      customerId,
+      customerEmail,
+      newUser,
+      newSubscription,
+      newSite,
+      domain,
+      ownSubscriptionId: own.id,
+      ownMainDomain: own.main_domain!,
+      takenSiteDomain,
+      otherSubscriptionId,
+      otherSiteId,
+    };
   });
   afterAll(async () => {
     await ctx?.daemon.dispose();
