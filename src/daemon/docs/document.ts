@@ -96,7 +96,10 @@ export function errorExamples(status: number): Record<string, { summary: string;
 }
 
 function errorTable(): string {
-  const rows = Object.values(API_ERRORS).map((e) => `| ${e.status} | \`${e.error}\` | ${STATUS_MEANING[e.status] ?? ''} |`);
+  const statuses = [...new Set(Object.values(API_ERRORS).map((e) => e.status))].sort((a, b) => a - b);
+  const rows = statuses.map(
+    (status) => `| ${status} | ${errorsForStatus(status).map((e) => `\`${e}\``).join(', ')} | ${STATUS_MEANING[status] ?? ''} |`,
+  );
   return ['| Status | `error` | Meaning |', '|---|---|---|', ...rows].join('\n');
 }
 

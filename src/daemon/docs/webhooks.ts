@@ -1,7 +1,9 @@
 // The outgoing webhooks as OpenAPI 3.1 `webhooks` (one per catalogue event) and components,
 // generated from the event catalogue so the document cannot disagree with what is sent.
+import { createHmac } from 'node:crypto';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EVENT_CATALOGUE, EVENT_NAMES, eventDataSchema, type EventType } from '../../shared/events.js';
+import { payloadBody } from '../dispatcher/bus.js';
 
 /** Facts of the delivery protocol (CONTRACT section 3, description sections 5.10 and 6). */
 export const WEBHOOK_PROTOCOL = {
@@ -39,7 +41,15 @@ export function exampleData(type: EventType): Record<string, unknown> {
   return data;
 }
 
-const EXAMPLE_TIMESTAMP = '2025-01-15T10:30:00Z';
+export const EXAMPLE_TIMESTAMP = '2025-01-15T10:30:00Z';
+/** The endpoint secret the examples are signed with. */
+export const EXAMPLE_SECRET = 'example-endpoint-secret';
+
+/** The exact body and headers a receiver gets for this event, signed with EXAMPLE_SECRET. */
+export function exampleDelivery(type: EventType): { body: string; signature: string } {
+  const body = payloadBody(type.name, EXAMPLE_TIMESTAMP, exampleData(type));
+  return { body, signature: `sha256=${createHmac('sha256', EXAMPLE_SECRET).update(body).digest('hex')}` };
+}
 
 function payloadSchema(type: EventType): TSchema {
   return Type.Object(
@@ -61,7 +71,7 @@ const SIGNATURE_DESCRIPTION =
   'Compute it over the bytes as received (before any JSON parsing), compare in constant time, answer 403 on mismatch.';
 
 /** Header parameters of every delivery (`Content-Type` is the request body's media type). */
-function deliveryHeaders(eventName: string | null): object[] {
+function deliveryHeaders(type: EventType): object[] {
   return [
     {
       name: 'User-Agent',
@@ -74,15 +84,15 @@ function deliveryHeaders(eventName: string | null): object[] {
       in: 'header',
       required: true,
       description: 'The event name, the same as `event` in the body',
-      schema: eventName ? { type: 'string', enum: [eventName] } : { type: 'string', enum: [...EVENT_NAMES] },
+      schema: { type: 'string', enum: [type.name] },
     },
     {
       name: 'X-Webhook-Signature',
       in: 'header',
       required: true,
-      description: SIGNATURE_DESCRIPTION,
+      description: `${SIGNATURE_DESCRIPTION} The example is the signature of the example body with the secret \`${EXAMPLE_SECRET}\`.`,
       schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
-      example: 'sha256=5d5b09f6dcb2d53a5fffc60c4ac0d55fabdf556069d6631545f42aa6e3500f2e',
+      example: exampleDelivery(type).signature,
     },
     {
       name: 'X-Webhook-Delivery',
@@ -116,7 +126,7 @@ export function webhookDocument(): { webhooks: Record<string, object>; schemas: 
         summary: `${type.name}: ${type.description}`,
         description: DELIVERY_RULES,
         operationId: `webhook_${type.name.replace(/\./g, '_')}`,
-        parameters: deliveryHeaders(type.name),
+        parameters: deliveryHeaders(type),
         requestBody: {
           required: true,
           content: {
