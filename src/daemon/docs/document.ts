@@ -53,7 +53,7 @@ export const STATUS_MEANING: Record<number, string> = {
   422: 'Well-formed but invalid value (the message names the field and the rule)',
   429: 'Too many requests or login attempts; wait `Retry-After` seconds',
   500: 'Internal server error',
-  503: 'Storage unavailable: nothing was changed, try again after `Retry-After` seconds',
+  503: 'Temporarily unavailable (storage failure, or the daemon is shutting down): try again after `Retry-After` seconds',
 };
 
 /** The `error` strings that can accompany a status, from the one error registry. */
