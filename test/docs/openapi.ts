@@ -51,12 +51,18 @@ export async function responseSchemas(doc: Json) {
       const operation = resolved.paths?.[path]?.[method.toLowerCase()];
       return operation ? Object.keys(operation.responses).map(Number) : [];
     },
-    schemaFor(op: string, status: number): ValidateFunction | undefined {
-      const key = `${op} ${status}`;
-      if (cache.has(key)) return cache.get(key);
+    /** The resolved response object of an operation and status (throws when undocumented). */
+    response(op: string, status: number): Json {
       const [method, path] = op.split(' ');
       const response = resolved.paths?.[path]?.[method.toLowerCase()]?.responses?.[String(status)];
-      const schema = response?.content?.['application/json']?.schema;
+      if (!response) throw new Error(`${op} does not document ${status}`);
+      return response;
+    },
+    /** The compiled schema of that response's media type, or undefined when it has none. */
+    schemaFor(op: string, status: number, mediaType = 'application/json'): ValidateFunction | undefined {
+      const key = `${op} ${status} ${mediaType}`;
+      if (cache.has(key)) return cache.get(key);
+      const schema = this.response(op, status).content?.[mediaType]?.schema;
       if (!schema) return undefined;
       const validate = ajv.compile(schema);
       cache.set(key, validate);

@@ -68,16 +68,16 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   'invalid json': 'request body is not valid JSON',
   'not authenticated': 'authentication required: send Authorization: Bearer <JWT or API key>',
   'invalid credentials': 'email or password is wrong',
-  '2fa_required': 'a two-factor code is required',
-  'invalid totp code': 'the two-factor code is wrong',
-  'invalid token': 'the reset token is invalid or expired',
+  '2fa_required': 'a two-factor code is required: send totp_code from your authenticator app',
+  'invalid totp code': 'the two-factor code is wrong, expired or already used',
+  'invalid token': 'the reset token is unknown, already used or expired: request a new one',
   forbidden: 'this endpoint requires the admin role',
   'jwt required': 'this endpoint requires a JWT from /auth/login, not an API key',
   'not found': 'webhook 7 not found',
   conflict: 'a user with email jane@example.com already exists',
   'validation failed': 'name: must NOT have more than 100 characters',
-  'rate limit exceeded': 'rate limit exceeded, retry in 42 seconds',
-  too_many_attempts: 'too many failed attempts, try again in 15 minutes',
+  'rate limit exceeded': 'too many requests: at most 120 per minute here; retry in 42 s',
+  too_many_attempts: 'too many failed attempts from your address: try again in 14 minutes',
   'storage unavailable': 'the change could not be saved; nothing was changed. Try again later.',
   'internal error': 'internal server error',
 };
@@ -154,7 +154,7 @@ type Operation = {
   responses?: Record<string, { description?: string; headers?: Record<string, object>; content?: Record<string, { schema?: unknown; example?: unknown; examples?: unknown }> }>;
 };
 type Document = {
-  components?: { schemas?: Record<string, unknown> };
+  components?: { schemas?: Record<string, unknown>; headers?: Record<string, unknown> };
   paths?: Record<string, Record<string, Operation>>;
   webhooks?: Record<string, Record<string, Operation>>;
   tags?: Array<{ name: string; description?: string }>;
@@ -172,7 +172,21 @@ export function operationIdFor(method: string, path: string): string {
   return [method, ...words].join('_');
 }
 
-const RETRY_AFTER = { description: 'Seconds to wait before trying again', schema: { type: 'integer', minimum: 0 } };
+const RETRY_AFTER = { description: 'Seconds to wait before trying again', required: true, schema: { type: 'integer', minimum: 0 } };
+
+/** Headers of the request-rate limiter (variant A): on every answer of a counted route unless `rate_limit_mode` is `lockout`. */
+export const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': { description: 'Requests allowed in the current one-minute window', schema: { type: 'integer', minimum: 1 } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Reset': { description: 'Unix time (seconds) when the window resets', schema: { type: 'integer' } },
+} as const;
+
+export interface CompleteOptions {
+  /** Response schemas that become a `$ref` to the component of that name where they occur. */
+  shared?: Record<string, object>;
+  /** Whether the request limiter counts the operation at this path (its answers carry X-RateLimit-*). */
+  limited?: (path: string) => boolean;
+}
 
 /** JSON with object keys sorted, to compare schemas regardless of key order. */
 function canonical(value: unknown): string {
@@ -185,11 +199,12 @@ function canonical(value: unknown): string {
 
 /**
  * Completes what @fastify/swagger generated from the routes: operation ids, response
- * descriptions, named error examples, `Retry-After` on 429 and 503, and the tags in use.
- * Response schemas equal to one of `shared` (e.g. the error envelope, which @fastify/swagger
- * inlines at the top of a response) become a `$ref` to the component of that name.
+ * descriptions, named error examples, `Retry-After` on 429 and 503, the limiter's headers, and
+ * the tags in use. Response schemas equal to one of `shared` (e.g. the error envelope, which
+ * @fastify/swagger inlines at the top of a response) become a `$ref` to that component.
  */
-export function completeDocument<T extends Document>(doc: T, shared: Record<string, object> = {}): T {
+export function completeDocument<T extends Document>(doc: T, { shared = {}, limited = () => false }: CompleteOptions = {}): T {
+  doc.components ??= {};
   const sharedByForm = new Map(Object.entries(shared).map(([name, schema]) => [canonical(schema), name]));
   const used = new Set<string>();
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
@@ -197,6 +212,7 @@ export function completeDocument<T extends Document>(doc: T, shared: Record<stri
       if (!METHODS.has(method)) continue;
       operation.operationId ??= operationIdFor(method, path);
       for (const tag of operation.tags ?? []) used.add(tag);
+      const counted = limited(path);
       for (const [code, response] of Object.entries(operation.responses ?? {})) {
         const status = Number(code);
         const meaning = STATUS_MEANING[status];
@@ -207,8 +223,7 @@ export function completeDocument<T extends Document>(doc: T, shared: Record<stri
         for (const media of Object.values(response.content ?? {})) {
           const name = media.schema ? sharedByForm.get(canonical(media.schema)) : undefined;
           if (!name) continue;
-          doc.components ??= {};
-          doc.components.schemas ??= {};
+          doc.components!.schemas ??= {};
           doc.components.schemas[name] = shared[name];
           media.schema = { $ref: `#/components/schemas/${name}` };
         }
@@ -216,10 +231,15 @@ export function completeDocument<T extends Document>(doc: T, shared: Record<stri
           const media = response.content?.['application/json'];
           if (media && !media.example && !media.examples) media.examples = errorExamples(status);
         }
-        if (status === 429 || status === 503) response.headers = { 'Retry-After': RETRY_AFTER, ...response.headers };
+        if (status === 429 || status === 503) response.headers = { 'Retry-After': { $ref: '#/components/headers/Retry-After' }, ...response.headers };
+        if (counted) {
+          const refs = Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+          response.headers = { ...response.headers, ...refs };
+        }
       }
     }
   }
+  doc.components.headers = { 'Retry-After': RETRY_AFTER, ...RATE_LIMIT_HEADERS, ...doc.components.headers };
   for (const item of Object.values(doc.webhooks ?? {})) {
     for (const operation of Object.values(item)) for (const tag of operation.tags ?? []) used.add(tag);
   }

@@ -8,8 +8,14 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { ErrorEnvelope } from '../../shared/envelope.js';
 import { VERSION } from '../../shared/version.js';
-import { DOCS_PREFIX, SECURITY_SCHEMES, TAG_DESCRIPTIONS, apiDescription, completeDocument } from '../docs/document.js';
+import { API_PREFIX, DOCS_PREFIX, SECURITY_SCHEMES, TAG_DESCRIPTIONS, apiDescription, completeDocument } from '../docs/document.js';
 import { webhookDocument } from '../docs/webhooks.js';
+import { EXEMPT_ROUTES } from './rate-limit.js';
+
+/** Routes the request limiter counts (plugins/rate-limit.ts): every /api/v1 route but the exempt ones. */
+function isLimited(url: string): boolean {
+  return url.startsWith(`${API_PREFIX}/`) && !EXEMPT_ROUTES.has(url);
+}
 
 export default fp(
   async function docs(app: FastifyInstance) {
@@ -19,6 +25,12 @@ export default fp(
     app.addHook('onRoute', (route) => {
       if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) {
         route.config = { ...route.config, auth: 'none' };
+      }
+      // The limiter can answer 429 on any route it counts, whatever the route's own code does:
+      // declared here once, so the document and the serializer know it on every such route.
+      const response = route.schema?.response as Record<string, unknown> | undefined;
+      if (response && isLimited(route.url) && !('429' in response)) {
+        route.schema = { ...route.schema, response: { ...response, 429: ErrorEnvelope } };
       }
     });
 
@@ -48,7 +60,10 @@ export default fp(
         },
       },
       transformObject: (document) =>
-        completeDocument((document as { openapiObject: object }).openapiObject, { ErrorEnvelope: asComponent(ErrorEnvelope) }),
+        completeDocument((document as { openapiObject: object }).openapiObject, {
+          shared: { ErrorEnvelope: asComponent(ErrorEnvelope) },
+          limited: (path) => isLimited(path.replace(/\{([^}]+)\}/g, ':$1')),
+        }),
     });
 
     await app.register(fastifySwaggerUi, {
