@@ -8,10 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { hashApiKey, generateApiKey } from '../../src/daemon/auth/api-keys.js';
-import { layout } from '../../src/shared/paths.js';
-import { JsonStore } from '../../src/store/json/json-store.js';
+import { ADMIN_EMAIL, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 const CHROMIUM = process.env.PANELCTL_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -28,26 +25,6 @@ const FLAGS = [
   '--disable-sync',
 ];
 
-/** Puts an API key for the admin into the store before the daemon owns it. */
-async function seedApiKey(dataDir: string): Promise<string> {
-  const store = await JsonStore.open(layout(dataDir));
-  try {
-    const { key, prefix } = generateApiKey();
-    await store.apiKeys.insert({
-      user_id: 1,
-      name: 'docs-ui-test',
-      key_hash: hashApiKey(key),
-      key_prefix: prefix,
-      last_used_at: null,
-      expires_at: null,
-      created_at: new Date().toISOString(),
-    });
-    return key;
-  } finally {
-    await store.close();
-  }
-}
-
 describe.skipIf(!haveChromium)('/api/docs in headless Chromium', () => {
   let daemon: TestDaemon;
   let apiKey: string;
@@ -56,10 +33,10 @@ describe.skipIf(!haveChromium)('/api/docs in headless Chromium', () => {
   let page: Page;
 
   beforeAll(async () => {
-    const dataDir = await makeDataDir();
-    await initDataDir(dataDir);
-    apiKey = await seedApiKey(dataDir);
-    daemon = await startDaemon({ dataDir });
+    daemon = await startDaemon();
+    const created = await daemon.request('POST', '/auth/api-keys', { token: await daemon.login(), body: { name: 'docs page test' } });
+    expect(created.status).toBe(201);
+    apiKey = created.body.data.key;
     profile = await mkdtemp(join(tmpdir(), 'panelctl-chromium-'));
     // A fresh profile (launchPersistentContext passes it as --user-data-dir). The daemon keeps
     // its self-signed certificate; only this browser context accepts it.
