@@ -7,14 +7,16 @@
 // must be documented too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type HttpResult } from '../helpers/daemon.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { buildContext, credentials, send, type Ctx, type Row } from './contract/harness.js';
 import { CORE_ROWS } from './contract/rows-core.js';
 import { IDENTITY_ROWS, LIMIT_ROWS } from './contract/rows-identity.js';
 import { SOURCES_ROWS } from './contract/rows-sources.js';
+import { WEBHOOK_ROWS } from './contract/rows-webhooks.js';
 import { fetchDocument, operations, responseSchemas, type Json } from './openapi.js';
 
 /** In table order; LIMIT_ROWS last, as they lower limits and lock the test's address out. */
-const ROWS: Row[] = [...CORE_ROWS, ...SOURCES_ROWS, ...IDENTITY_ROWS, ...LIMIT_ROWS];
+const ROWS: Row[] = [...CORE_ROWS, ...SOURCES_ROWS, ...IDENTITY_ROWS, ...WEBHOOK_ROWS, ...LIMIT_ROWS];
 
 /** Statuses a route may document without a row of its own, with the reason. */
 const ANY_ROUTE: Record<number, string> = {
@@ -26,17 +28,23 @@ const UNEXERCISED: Record<string, string> = {};
 
 describe('contract: responses match the document', () => {
   let ctx: Ctx;
+  let tls: ReceiverTls;
+  let receiver: Receiver;
   let doc: Json;
   let schemas: Awaited<ReturnType<typeof responseSchemas>>;
 
   beforeAll(async () => {
-    const daemon = await startDaemon();
+    tls = await makeReceiverTls();
+    receiver = await startReceiver(tls);
+    const daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
     doc = await fetchDocument(daemon);
     schemas = await responseSchemas(doc);
-    ctx = await buildContext(daemon);
+    ctx = await buildContext(daemon, receiver.url);
   }, 60_000);
   afterAll(async () => {
     await ctx?.daemon.dispose();
+    await receiver?.close();
+    await tls?.dispose();
   });
 
   /** Checks one answer against the document; `row` adds the expected status and error. */
@@ -112,8 +120,8 @@ describe('contract: responses match the document', () => {
     const response = await send(row, ctx);
     expect(response.status, response.text.slice(0, 500)).toBe(row.status);
     conforms(row.op, response, `${row.op} (${row.case})`);
-    if (row.stream) return;
     if (row.status >= 400) expect(response.body.error).toBe(row.error);
+    else if (row.stream) expect(response.text).toMatch(/^: connected\n\n/);
     else expect(response.body.error).toBeNull();
     if (row.status === 429) expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
   });

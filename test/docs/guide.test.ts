@@ -4,13 +4,17 @@
 // deliveries, deduplicate them and refuse bad signatures with 403.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleDelivery } from '../../src/daemon/docs/webhooks.js';
 import { API_ERRORS } from '../../src/shared/errors.js';
 import { EVENT_CATALOGUE, eventType } from '../../src/shared/events.js';
 import { DEFAULT_SETTINGS } from '../../src/shared/settings.js';
+import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const guide = await readFile(`${ROOT}docs/integrators.md`, 'utf8');
@@ -75,9 +79,9 @@ interface Receiver {
   output(): string;
 }
 
-function startReceiver(command: string, file: string): Promise<Receiver> {
+function startReceiver(command: string, file: string, tlsEnv: Record<string, string> = {}): Promise<Receiver> {
   const child = spawn(command, [`${ROOT}${file}`], {
-    env: { ...process.env, WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1' },
+    env: { ...process.env, WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', ...tlsEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.push(child);
@@ -158,5 +162,60 @@ describe('example webhook receivers', () => {
 
   it.skipIf(!python)('Python: verifies, deduplicates, refuses bad signatures with 403', async () => {
     await exerciseReceiver(await startReceiver('python3', 'docs/examples/webhook_receiver.py'));
+  });
+});
+
+describe('example webhook receivers take real deliveries from the daemon', () => {
+  let daemon: TestDaemon;
+  let admin: string;
+  let tls: ReceiverTls;
+  let tlsDir: string;
+  let tlsEnv: Record<string, string>;
+
+  beforeAll(async () => {
+    tls = await makeReceiverTls();
+    tlsDir = await mkdtemp(join(tmpdir(), 'panelctl-guide-tls-'));
+    tlsEnv = { TLS_CERT: join(tlsDir, 'cert.pem'), TLS_KEY: join(tlsDir, 'key.pem') };
+    await writeFile(tlsEnv.TLS_CERT, tls.cert);
+    await writeFile(tlsEnv.TLS_KEY, tls.key, { mode: 0o600 });
+    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
+    admin = await daemon.login();
+  }, 60_000);
+  afterAll(async () => {
+    await daemon?.dispose();
+    await tls?.dispose();
+    if (tlsDir) await rm(tlsDir, { recursive: true, force: true });
+  });
+
+  async function realDeliveries(receiver: Receiver) {
+    const url = `https://127.0.0.1:${receiver.port}/panel`;
+    const endpoint = async (secret: string) => {
+      const created = await daemon.request('POST', '/webhooks', { token: admin, body: { url, secret, events: '*' } });
+      expect(created.status, created.text).toBe(201);
+      return created.body.data.id as number;
+    };
+    // The right secret: accepted and handled once.
+    const good = await endpoint(SECRET);
+    const test = await daemon.request('POST', `/webhooks/${good}/test`, { token: admin, body: { message: 'from the guide test' } });
+    expect(test.status, test.text).toBe(200);
+    expect(test.body.data).toMatchObject({ success: true, status_code: 200, response: 'ok', attempt: 1 });
+    const id = test.body.data.delivery_id;
+    await until(() => receiver.output().includes(`handled ${id} webhook.test`), 'the handled line');
+    expect(receiver.output()).toContain(`handled ${id} webhook.test {"message":"from the guide test"}`);
+
+    // Another secret: the receiver answers 403 and the daemon logs a failed attempt.
+    const bad = await endpoint('not-the-receivers-secret');
+    const refused = await daemon.request('POST', `/webhooks/${bad}/test`, { token: admin });
+    expect(refused.status, refused.text).toBe(200);
+    expect(refused.body.data).toMatchObject({ success: false, status_code: 403, response: 'bad signature' });
+    expect(receiver.output().match(/^handled /gm)).toHaveLength(1);
+  }
+
+  it('Node receiver over HTTPS', async () => {
+    await realDeliveries(await startReceiver(process.execPath, 'docs/examples/webhook-receiver.mjs', tlsEnv));
+  });
+
+  it.skipIf(!python)('Python receiver over HTTPS', async () => {
+    await realDeliveries(await startReceiver('python3', 'docs/examples/webhook_receiver.py', tlsEnv));
   });
 });

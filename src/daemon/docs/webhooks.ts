@@ -1,17 +1,21 @@
 // The outgoing webhooks as OpenAPI 3.1 `webhooks` (one per catalogue event) and components,
 // generated from the event catalogue so the document cannot disagree with what is sent.
-import { createHmac } from 'node:crypto';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EVENT_CATALOGUE, EVENT_NAMES, eventDataSchema, type EventType } from '../../shared/events.js';
+import { LOG_RETENTION } from '../../store/json/delivery-log.js';
 import { payloadBody } from '../dispatcher/bus.js';
+import { MAX_ATTEMPTS, RETRY_DELAY_MS, USER_AGENT } from '../dispatcher/dispatcher.js';
+import { ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from '../dispatcher/sender.js';
+import { signature } from '../dispatcher/signer.js';
 
-/** Facts of the delivery protocol (CONTRACT section 3, description sections 5.10 and 6). */
+/** Facts of the delivery protocol, read from the dispatcher that implements it. */
 export const WEBHOOK_PROTOCOL = {
-  userAgent: 'Panel-WebPanel-Webhook/1.0',
-  timeoutSeconds: 10,
-  retryDelaySeconds: 2,
-  attempts: 2,
-  logEntriesKept: 100,
+  userAgent: USER_AGENT,
+  timeoutSeconds: ATTEMPT_TIMEOUT_MS / 1000,
+  retryDelaySeconds: RETRY_DELAY_MS / 1000,
+  attempts: MAX_ATTEMPTS,
+  logEntriesKept: LOG_RETENTION,
+  responseBytesKept: MAX_RESPONSE_BYTES,
 } as const;
 
 /** `site.created` → `SiteCreatedEvent`: the component name of that event's payload. */
@@ -48,7 +52,7 @@ export const EXAMPLE_SECRET = 'example-endpoint-secret';
 /** The exact body and headers a receiver gets for this event, signed with EXAMPLE_SECRET. */
 export function exampleDelivery(type: EventType): { body: string; signature: string } {
   const body = payloadBody(type.name, EXAMPLE_TIMESTAMP, exampleData(type));
-  return { body, signature: `sha256=${createHmac('sha256', EXAMPLE_SECRET).update(body).digest('hex')}` };
+  return { body, signature: signature(body, EXAMPLE_SECRET) };
 }
 
 function payloadSchema(type: EventType): TSchema {
@@ -137,7 +141,9 @@ export function webhookDocument(): { webhooks: Record<string, object>; schemas: 
           },
         },
         responses: {
-          '2XX': { description: `Accepted: answer within ${WEBHOOK_PROTOCOL.timeoutSeconds} s (the body is logged, up to 4 KB)` },
+          '2XX': {
+            description: `Accepted: answer within ${WEBHOOK_PROTOCOL.timeoutSeconds} s (the first ${WEBHOOK_PROTOCOL.responseBytesKept} bytes of the body are logged)`,
+          },
           '403': { description: 'Signature mismatch: the receiver rejects the request (the attempt counts as failed)' },
           default: { description: `Any other status, or no answer within ${WEBHOOK_PROTOCOL.timeoutSeconds} s: the attempt failed and is retried once` },
         },

@@ -57,6 +57,11 @@ export interface Ctx {
   takenSiteDomain: string;
   otherSubscriptionId: number;
   otherSiteId: number;
+  /** The HTTPS receiver's URL; the customer's endpoint on it, one of its log entries, another customer's endpoint. */
+  receiverUrl: string;
+  ownWebhookId: number;
+  ownEntryId: number;
+  otherWebhookId: number;
   /** The TOTP code of a secret, `stepsAhead` 30 s steps from now (the daemon accepts one step of drift). */
   totp(secret: string, stepsAhead?: number): string;
   /** Admin PUT /admin/settings. */
@@ -74,7 +79,8 @@ export const RELAXED = {
   login_max_attempts: 1000,
 };
 
-export async function buildContext(daemon: TestDaemon): Promise<Ctx> {
+/** Builds the fixture on a daemon that trusts the receiver at `receiverUrl` and may reach loopback. */
+export async function buildContext(daemon: TestDaemon, receiverUrl: string): Promise<Ctx> {
   const admin = await daemon.login();
   const call = async (method: string, path: string, token: string, body?: unknown, expected = 200) => {
     const answer = await daemon.request(method, path, { token, body });
@@ -105,8 +111,15 @@ export async function buildContext(daemon: TestDaemon): Promise<Ctx> {
   const own = await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: domain() }, 201);
   const takenSiteDomain = domain();
   await call('POST', '/sites', admin, { domain: takenSiteDomain, subscription_id: own.id }, 201);
-  const otherSubscriptionId = await newSubscription((await newUser()).id);
+  const otherUser = await newUser();
+  const otherSubscriptionId = await newSubscription(otherUser.id);
   const otherSiteId = await newSite(otherSubscriptionId);
+
+  const hook = { url: receiverUrl, secret: 'contract-secret', events: '*' };
+  const ownWebhook = await call('POST', '/webhooks', customerToken, hook, 201);
+  const otherWebhook = await call('POST', '/webhooks', await daemon.login(otherUser.email, PASSWORD), hook, 201);
+  const firstEntry = await call('POST', `/webhooks/${ownWebhook.id}/test`, customerToken, {});
+  if (!firstEntry.success) throw new Error(`the receiver did not take the test delivery: ${JSON.stringify(firstEntry)}`);
 
   const adminKey = await call('POST', '/auth/api-keys', admin, { name: 'contract admin' }, 201);
   const customerKey = await call('POST', '/auth/api-keys', customerToken, { name: 'contract customer' }, 201);
@@ -136,6 +149,10 @@ export async function buildContext(daemon: TestDaemon): Promise<Ctx> {
     takenSiteDomain,
     otherSubscriptionId,
     otherSiteId,
+    receiverUrl,
+    ownWebhookId: ownWebhook.id,
+    ownEntryId: firstEntry.id,
+    otherWebhookId: otherWebhook.id,
     totp,
     settings,
     resetToken: (email) => mailedToken(daemon, email),
