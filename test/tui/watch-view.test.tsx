@@ -103,6 +103,12 @@ describe('watch view: rows from entries', () => {
     source.dispatch({ type: 'connection', state: 'reconnecting', detail: 'connection refused' });
     await settle();
     expect(frame()).toContain('↻ reconnecting: connection refused');
+    // A long reason is cut to the line, never wrapped into the table.
+    source.dispatch({ type: 'connection', state: 'reconnecting', detail: `cannot connect: ${'x'.repeat(300)}` });
+    await settle();
+    expect(lines()[0]).toContain('https://127.0.0.1:3443');
+    expect(lines()[0].length).toBeLessThanOrEqual(SIZE.columns);
+    expect(lines()[2]).toContain('TIME');
   });
 
   it('says it is waiting when there is nothing yet, and keeps the help line on screen', async () => {
@@ -246,6 +252,12 @@ describe('watch view: keys', () => {
     await press('/', KEYS.escape);
     expect(frame()).toContain('backup.completed');
     expect(frame()).not.toContain('event ~');
+  });
+
+  it('takes a burst of keys in one read one key at a time (tmux send-keys j j Enter)', async () => {
+    const { frame, press } = await withRows(40);
+    await press('jj\r');
+    expect(frame()).toContain('Delivery d-40');
   });
 
   it('takes a pasted filter in one chunk', async () => {

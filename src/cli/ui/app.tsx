@@ -3,7 +3,7 @@
 import React, { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
 import { useApp, useInput, useStdout } from 'ink';
 import { formatDuration, formatStatusCode } from './format.js';
-import { intentFor, type Intent, type KeyInfo } from './keys.js';
+import { intentFor, splitKeys, type Intent, type KeyInfo } from './keys.js';
 import type { WatchSource } from './source.js';
 import { detailEntry, initialState, selectedEntry, WatchStore, type WatchEntry, type WatchState } from './state.js';
 import { detailHeight, detailMaxScroll, tableHeight, WatchView } from './view.js';
@@ -118,12 +118,9 @@ export function WatchApp(props: WatchAppProps) {
 
   useInput((input, key: KeyInfo) => {
     const page = Math.max(1, (store.getState().detail ? detailHeight(rows) : tableHeight(rows)) - 1);
-    // A burst of plain characters (key repeat, a paste) is taken one key at a time, each
-    // against the state the previous one left (`/` then the filter text, say).
-    const keys = input.length > 1 && !key.ctrl && !key.meta && !input.includes('\x1b') ? [...input] : [input];
-    for (const one of keys) {
+    for (const one of splitKeys(input, key)) {
       const current = store.getState();
-      const intent = intentFor(current, one, key, page);
+      const intent = intentFor(current, one.input, one.key, page);
       if (intent) run(intent, current);
     }
   });

@@ -69,3 +69,19 @@ export function intentFor(state: WatchState, input: string, key: KeyInfo, pageSi
   if (input === 'q') return { kind: 'quit' };
   return null;
 }
+
+/**
+ * A terminal may deliver several keys in one read (key repeat, a paste, `tmux send-keys j Enter`);
+ * ink then reports them as one input. Splits such a burst into single keys, so each is bound
+ * against the state the previous one left (`/` then the filter text, say).
+ */
+export function splitKeys(input: string, key: KeyInfo): Array<{ input: string; key: KeyInfo }> {
+  if (input.length <= 1 || key.ctrl || key.meta || input.includes('\x1b')) return [{ input, key }];
+  return [...input].map((char) => {
+    if (char === '\r' || char === '\n') return { input: '', key: { return: true } };
+    if (char === '\x7f' || char === '\b') return { input: '', key: { backspace: true } };
+    if (char === '\t') return { input: '', key: { tab: true } };
+    if (char === '\x03') return { input: 'c', key: { ctrl: true } };
+    return { input: char, key: {} };
+  });
+}

@@ -52,17 +52,18 @@ export function scrollOffset(selected: number, height: number): number {
 
 const paint = (color: boolean, name: string) => (color && name ? name : undefined);
 
-function ConnectionBadge({ state, color }: { state: WatchState['connection']; color: boolean }) {
-  const detail = state.detail ? `: ${clean(state.detail)}` : '';
-  switch (state.state) {
+/** The connection state as the header shows it: a mark, a word, and why (when known). */
+export function connectionText(connection: WatchState['connection']): { text: string; tone: string } {
+  const detail = connection.detail ? `: ${clean(connection.detail)}` : '';
+  switch (connection.state) {
     case 'connected':
-      return <Text color={paint(color, 'green')}>● connected</Text>;
+      return { text: '● connected', tone: 'green' };
     case 'connecting':
-      return <Text color={paint(color, 'yellow')}>◌ connecting…</Text>;
+      return { text: '◌ connecting…', tone: 'yellow' };
     case 'reconnecting':
-      return <Text color={paint(color, 'yellow')}>↻ reconnecting{detail}</Text>;
+      return { text: `↻ reconnecting${detail}`, tone: 'yellow' };
     case 'closed':
-      return <Text color={paint(color, 'red')}>✗ stream closed{detail}</Text>;
+      return { text: `✗ stream closed${detail}`, tone: 'red' };
   }
 }
 
@@ -73,15 +74,19 @@ export function Header({ state, now, columns, color }: ViewProps) {
     .filter(Boolean)
     .join(', ');
   const minutes = Math.round(COUNT_WINDOW_MS / 60_000);
+  const title = `panelctl watch ${clean(state.baseUrl)}${scope}`;
+  // The title keeps at least half the line; the connection state (its reason can be long) the rest.
+  const badge = connectionText(state.connection);
+  const badgeWidth = Math.max(14, columns - Math.min([...title].length, Math.floor(columns / 2)) - 1);
   return (
     <Box flexDirection="column" width={columns}>
       <Box justifyContent="space-between" width={columns}>
         <Text wrap="truncate">
-          <Text bold>panelctl watch</Text> {clean(state.baseUrl)}
-          {scope}
+          <Text bold>panelctl watch</Text>
+          {title.slice('panelctl watch'.length)}
         </Text>
         <Box flexShrink={0} marginLeft={1}>
-          <ConnectionBadge state={state.connection} color={color} />
+          <Text color={paint(color, badge.tone)}>{fit(badge.text, badgeWidth).trimEnd()}</Text>
         </Box>
       </Box>
       <Box justifyContent="space-between" width={columns}>
