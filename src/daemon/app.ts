@@ -14,6 +14,18 @@ import userRoutes from './routes/users/index.js';
 import eventRoutes from './routes/events/index.js';
 import type { DaemonOptions } from './services.js';
 
+export interface RouteSummary {
+  method: string;
+  url: string;
+  auth: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    routeList: RouteSummary[];
+  }
+}
+
 export const BODY_LIMIT = 1024 * 1024;
 
 /** Request and response fields that never reach a log line. */
@@ -40,6 +52,14 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     ...server,
   });
   app.setValidatorCompiler(validatorCompiler);
+  // Every route with its access level, for the API docs test and the route fuzzer.
+  const routes: RouteSummary[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (method !== 'HEAD') routes.push({ method, url: route.url, auth: route.config?.auth ?? 'user' });
+    }
+  });
+  app.decorate('routeList', routes);
 
   await app.register(errorsPlugin);
   app.decorate('daemon', options);

@@ -6,6 +6,13 @@ import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js'
 import { StoreWriteError } from '../../store/store.js';
 import { describeValidation, type ValidationIssue } from './validation.js';
 
+/** File-system failures of the data directory (full, read-only, I/O error): the change was not saved. */
+const DISK_ERRORS = new Set(['ENOSPC', 'EROFS', 'EIO', 'EDQUOT', 'EACCES', 'EPERM', 'ENOENT']);
+function isDiskError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return typeof code === 'string' && DISK_ERRORS.has(code) && typeof (error as NodeJS.ErrnoException).syscall === 'string';
+}
+
 function fastifyCode(error: FastifyError): ApiErrorCode | null {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -38,7 +45,7 @@ export default fp(
         const code: ApiErrorCode = status === 400 ? 'BAD_REQUEST' : 'VALIDATION_FAILED';
         return reply.code(status).send({ data: null, error: API_ERRORS[code].error, message });
       }
-      if (error instanceof StoreWriteError) {
+      if (error instanceof StoreWriteError || isDiskError(error)) {
         request.log.error({ err: error }, 'store write failed');
         return reply.code(503).header('Retry-After', '5').send({
           data: null,
