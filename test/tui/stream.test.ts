@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries, type StreamState } from '../../src/cli/stream/deliveries.js';
 import { SseParser, type SseEvent } from '../../src/cli/stream/sse.js';
-import { apiWatchSource, parseEntry } from '../../src/cli/ui/source.js';
+import { apiWatchSource, loadEndpoints, parseEntry } from '../../src/cli/ui/source.js';
 import { initialState, reducer, type WatchAction } from '../../src/cli/ui/state.js';
 import { entry } from './fixtures.js';
 
@@ -114,6 +114,30 @@ describe('followDeliveries', () => {
     expect(states.at(-1)).toEqual(['closed', undefined]);
   });
 
+  it('takes a stream silent past the idle time-out as lost and reopens it', async () => {
+    let connections = 0;
+    const { url } = await serve((_req, res) => {
+      connections++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': connected\n\n'); // and then nothing, not even keep-alives
+    });
+    const controller = new AbortController();
+    const states: Array<[StreamState, string | undefined]> = [];
+    const done = followDeliveries(client(url), { signal: controller.signal, retryMs: 20, idleTimeoutMs: 150 }, {
+      onEntry: () => undefined,
+      onStatus: (state, detail) => states.push([state, detail]),
+    });
+    await until(() => connections >= 2);
+    controller.abort();
+    await done;
+    expect(states.slice(0, 4)).toEqual([
+      ['connecting', undefined],
+      ['connected', undefined],
+      ['reconnecting', 'no data from the daemon for 150 ms'],
+      ['connected', undefined],
+    ]);
+  });
+
   it('stops on an answer retrying cannot fix (401), with the API message', async () => {
     const { url } = await serve((_req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });
@@ -141,7 +165,9 @@ describe('apiWatchSource', () => {
         res.end(JSON.stringify({ data, error: null, message: 'ok' }));
       };
       const path = req.url!.replace('/api/v1', '');
-      if (path === '/webhooks') return json([{ id: 1, url: 'https://one.example/x' }, { id: 2, url: 'https://two.example:9443/' }]);
+      // An admin's stream covers every user's endpoints, so the fill lists them all.
+      if (path === '/auth/me') return json({ id: 1, role: 'admin' });
+      if (path === '/webhooks?all=true') return json([{ id: 1, url: 'https://one.example/x' }, { id: 2, url: 'https://two.example:9443/' }]);
       if (path === '/webhooks/1/deliveries') return logReads++, json([entry({ id: 1, endpoint_id: 1 })]);
       if (path === '/webhooks/2/deliveries') return json([entry({ id: 2, endpoint_id: 2 }), { junk: true }]);
       if (path === '/webhooks/9') return json({ id: 9, url: 'https://nine.example/' });
@@ -171,6 +197,37 @@ describe('apiWatchSource', () => {
     expect(state.endpoints[2].host).toBe('two.example:9443');
     expect(state.endpoints[9].host).toBe('nine.example');
     expect(actions.some((a) => a.type === 'connection' && a.state === 'reconnecting')).toBe(true);
+  });
+
+  it('lists only the caller\'s endpoints for a customer, one for --endpoint, and reports failed log loads in one line', async () => {
+    const paths: string[] = [];
+    const { url } = await serve((req, res) => {
+      const path = req.url!.replace('/api/v1', '');
+      paths.push(path);
+      const json = (status: number, data: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data, error: status >= 400 ? 'rate limit exceeded' : null, message: status >= 400 ? 'slow down' : 'ok' }));
+      };
+      if (path === '/auth/me') return json(200, { id: 5, role: 'customer' });
+      if (path === '/webhooks') return json(200, [{ id: 1, url: 'https://one.example/' }, { id: 2, url: 'https://two.example/' }, { id: 3, url: 'https://three.example/' }]);
+      if (path === '/webhooks/3') return json(200, { id: 3, url: 'https://three.example/' });
+      if (path.endsWith('/deliveries')) return json(429, null);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': connected\n\n');
+    });
+    const c = client(url);
+    expect((await loadEndpoints(c)).map((e) => e.id)).toEqual([1, 2, 3]);
+    expect((await loadEndpoints(c, 3)).map((e) => e.host)).toEqual(['three.example']);
+    expect(paths).toEqual(['/auth/me', '/webhooks', '/webhooks/3']);
+
+    let state = initialState({ baseUrl: url });
+    const stop = apiWatchSource(c).start((action) => (state = reducer(state, action)));
+    try {
+      await until(() => state.status !== null);
+    } finally {
+      stop();
+    }
+    expect(state.status).toEqual({ tone: 'error', text: 'could not load the recent log of 3 endpoints: slow down' });
   });
 
   it('test and redeliver post to the documented paths and return the first attempt', async () => {

@@ -22,7 +22,16 @@ export interface FollowOptions {
   /** First reconnect delay; doubles up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
+  /**
+   * A stream silent this long is taken as lost and reopened. The daemon sends a keep-alive
+   * comment every 15 s, so only a dead connection (a sleeping laptop, a dropped network, a
+   * daemon that vanished without closing it) goes quiet for long. 0 turns the check off.
+   */
+  idleTimeoutMs?: number;
 }
+
+/** Three missed keep-alives. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 
 const FATAL = new Set([400, 401, 403, 404, 422]);
 
@@ -66,7 +75,15 @@ export async function followDeliveries(client: ApiClient, options: FollowOptions
         visitor.onEntry(entry);
       });
       response.body.setEncoding('utf8');
-      for await (const chunk of response.body) parser.push(chunk as string);
+      const idle = watchIdle(response.body, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
+      try {
+        for await (const chunk of response.body) {
+          idle.reset();
+          parser.push(chunk as string);
+        }
+      } finally {
+        idle.stop();
+      }
     } catch (error) {
       if (options.signal.aborted) break;
       reason = (error as Error).message;
@@ -89,6 +106,26 @@ async function errorOf(response: Dispatcher.ResponseData): Promise<ApiRequestErr
     // not JSON
   }
   return new ApiRequestError(response.statusCode, envelope.error ?? 'error', envelope.message || `HTTP ${response.statusCode}`, envelope);
+}
+
+/** Destroys `body` with an explaining error when it stays silent for `ms`. */
+function watchIdle(body: Dispatcher.ResponseData['body'], ms: number): { reset(): void; stop(): void } {
+  if (!ms) return { reset() {}, stop() {} };
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    timer = setTimeout(() => body.destroy(new Error(`no data from the daemon for ${ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}`)), ms);
+    timer.unref();
+  };
+  arm();
+  return {
+    reset() {
+      clearTimeout(timer);
+      arm();
+    },
+    stop() {
+      clearTimeout(timer);
+    },
+  };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
