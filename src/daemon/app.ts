@@ -12,6 +12,8 @@ import settingsRoutes from './routes/admin/settings.js';
 import healthRoutes from './routes/health/index.js';
 import userRoutes from './routes/users/index.js';
 import eventRoutes from './routes/events/index.js';
+import subscriptionRoutes from './routes/subscriptions/index.js';
+import siteRoutes from './routes/sites/index.js';
 import type { DaemonOptions } from './services.js';
 
 export interface RouteSummary {
@@ -76,6 +78,8 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
       await api.register(settingsRoutes);
       await api.register(userRoutes);
       await api.register(eventRoutes);
+      await api.register(subscriptionRoutes);
+      await api.register(siteRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -58,7 +58,8 @@ export function validateEventData(name: string, data: unknown): string | null {
     }
   }
   for (const field of Object.keys(record)) {
-    if (!(field in type.fields)) return `data.${field}: is not a field of ${name}`;
+    // Own properties only: `in` would let `constructor` or `toString` through as fields.
+    if (!Object.hasOwn(type.fields, field)) return `data.${field}: is not a field of ${name}`;
   }
   return null;
 }

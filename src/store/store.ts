@@ -32,8 +32,17 @@ export interface Repository<T extends { id: number }> {
 
 export interface UsersRepository extends Repository<UserRecord> {
   byEmail(email: string): Promise<UserRecord | undefined>;
-  /** Removes the user with their API keys, webhooks and reset tokens in one durable write. */
+  /** Removes the user with their API keys, webhooks, reset tokens, subscriptions and their sites in one durable write. */
   removeCascade(id: number): Promise<UserRecord | undefined>;
+}
+
+export interface SubscriptionsRepository extends Repository<SubscriptionRecord> {
+  /**
+   * Inserts a subscription. When it is the default, the customer's other subscriptions lose
+   * the mark in the same durable write, so a customer never has two defaults (nor, after a
+   * failed write, none).
+   */
+  create(record: NewRecord<SubscriptionRecord>): Promise<SubscriptionRecord>;
 }
 
 export interface ApiKeysRepository extends Repository<ApiKeyRecord> {
@@ -81,7 +90,7 @@ export interface DeliveryLogRepository {
 export interface Store {
   readonly users: UsersRepository;
   readonly apiKeys: ApiKeysRepository;
-  readonly subscriptions: Repository<SubscriptionRecord>;
+  readonly subscriptions: SubscriptionsRepository;
   readonly sites: Repository<SiteRecord>;
   readonly webhooks: Repository<WebhookRecord>;
   readonly resetTokens: Repository<ResetTokenRecord>;

@@ -12,6 +12,7 @@ import {
   type LimiterRepository,
   type SettingsRepository,
   type Store,
+  type SubscriptionsRepository,
   type UsersRepository,
 } from '../store.js';
 import type {
@@ -74,7 +75,7 @@ export interface JsonStoreOptions {
 export class JsonStore implements Store, CollectionHost {
   readonly users: UsersRepository;
   readonly apiKeys: ApiKeysRepository;
-  readonly subscriptions: JsonCollection<SubscriptionRecord>;
+  readonly subscriptions: JsonCollection<SubscriptionRecord> & SubscriptionsRepository;
   readonly sites: JsonCollection<SiteRecord>;
   readonly webhooks: JsonCollection<WebhookRecord>;
   readonly resetTokens: JsonCollection<ResetTokenRecord>;
@@ -98,7 +99,7 @@ export class JsonStore implements Store, CollectionHost {
     const apiKeys = new JsonCollection<ApiKeyRecord>(this, 'api_keys', () => data().api_keys, {
       hash: (k) => k.key_hash,
     });
-    this.subscriptions = new JsonCollection(this, 'subscriptions', () => data().subscriptions);
+    const subscriptions = new JsonCollection<SubscriptionRecord>(this, 'subscriptions', () => data().subscriptions);
     this.sites = new JsonCollection(this, 'sites', () => data().sites);
     this.webhooks = new JsonCollection(this, 'webhooks', () => data().webhooks);
     this.resetTokens = new JsonCollection(this, 'reset_tokens', () => data().reset_tokens);
@@ -115,16 +116,37 @@ export class JsonStore implements Store, CollectionHost {
         const keys = apiKeys.detachWhere(owned);
         const hooks = store.webhooks.detachWhere(owned);
         const tokens = store.resetTokens.detachWhere(owned);
+        const subs = subscriptions.detachWhere((s) => s.customer_id === id);
+        const subIds = new Set(subs.map((s) => s.id));
+        const sites = store.sites.detachWhere((s) => subIds.has(s.subscription_id));
         try {
           await users.remove(id);
         } catch (error) {
           apiKeys.reattach(keys);
           store.webhooks.reattach(hooks);
           store.resetTokens.reattach(tokens);
+          subscriptions.reattach(subs);
+          store.sites.reattach(sites);
           throw error;
         }
         await Promise.all(hooks.map((hook) => store.deliveryLog.removeEndpoint(hook.id)));
         return user;
+      },
+    });
+    this.subscriptions = Object.assign(subscriptions, {
+      async create(record: Omit<SubscriptionRecord, 'id'>) {
+        // The previous default loses its mark in memory first, so the insert's commit carries both.
+        const cleared = record.is_default
+          ? data().subscriptions.filter((s) => s.customer_id === record.customer_id && s.is_default)
+          : [];
+        const before = cleared.map((s) => ({ ...s }));
+        for (const s of cleared) Object.assign(s, { is_default: false, updated_at: record.created_at });
+        try {
+          return await subscriptions.insert(record);
+        } catch (error) {
+          cleared.forEach((s, i) => Object.assign(s, before[i]));
+          throw error;
+        }
       },
     });
     this.apiKeys = Object.assign(apiKeys, {

@@ -1,0 +1,115 @@
+// Failure paths that a running daemon cannot be pushed into from outside: the app is built
+// in-process on a real JSON store in a temporary directory, with one store call replaced.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/daemon/app.js';
+import { generateApiKey } from '../../src/daemon/auth/api-keys.js';
+import { layout } from '../../src/shared/paths.js';
+import { JsonStore } from '../../src/store/json/json-store.js';
+import { StoreWriteError } from '../../src/store/store.js';
+import type { Role } from '../../src/store/types.js';
+
+describe('sources in-process', () => {
+  let dir: string;
+  let store: JsonStore;
+  let app: FastifyInstance;
+  let admin: string;
+  let customer: { id: number; token: string };
+
+  async function addUser(email: string, role: Role) {
+    const now = new Date().toISOString();
+    const user = await store.users.insert({
+      email, name: email, role, password_hash: 'x', totp_secret: null, totp_pending_secret: null,
+      two_factor_enabled: false, totp_last_step: null, created_at: now, updated_at: now,
+    });
+    return { id: user.id, token: await app.tokens.issue(user.id, role, 3600) };
+  }
+  const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: object) =>
+    app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, payload }).then((r) => ({ status: r.statusCode, body: r.json() }));
+  const failOutbox = () => {
+    const original = store.outbox.enqueue.bind(store.outbox);
+    store.outbox.enqueue = async () => {
+      throw new StoreWriteError(join(dir, 'outbox.jsonl'), new Error('ENOSPC: no space left on device'));
+    };
+    return () => void (store.outbox.enqueue = original);
+  };
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'panelctl-sources-'));
+    store = await JsonStore.open(layout(dir), { create: true });
+    app = await buildApp({ store, paths: layout(dir), jwtSecret: new TextEncoder().encode('s'.repeat(64)) });
+    admin = (await addUser('admin@example.com', 'admin')).token;
+    customer = await addUser('c@example.com', 'customer');
+  });
+  afterEach(async () => {
+    await app.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('undoes a site creation whose event cannot be queued (503), so a retry publishes it', async () => {
+    await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' });
+    const restore = failOutbox();
+    const failed = await call('POST', '/sites', customer.token, { domain: 'www.c.example' });
+    expect([failed.status, failed.body.error]).toEqual([503, 'storage unavailable']);
+    expect((await call('GET', '/sites', customer.token)).body.data).toEqual([]);
+    restore();
+    const retry = await call('POST', '/sites', customer.token, { domain: 'www.c.example' });
+    expect(retry.status).toBe(201);
+  });
+
+  it('undoes a subscription creation and its default switch, and a suspension, when the event cannot be queued', async () => {
+    const first = (await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'one.example' })).body.data;
+    await new Promise((resolve) => setTimeout(resolve, 5)); // so a changed updated_at would show
+    const restore = failOutbox();
+    const created = await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'two.example', is_default: true });
+    expect(created.status).toBe(503);
+    const suspended = await call('POST', `/admin/subscriptions/${first.id}/suspend`, admin);
+    expect(suspended.status).toBe(503);
+    restore();
+    const list = (await call('GET', '/subscriptions', customer.token)).body.data;
+    expect(list).toEqual([first]);
+  });
+
+  it('says so when a deleted site\'s event cannot be queued', async () => {
+    await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' });
+    const site = (await call('POST', '/sites', customer.token, { domain: 'gone.example' })).body.data;
+    const restore = failOutbox();
+    const res = await call('DELETE', `/sites/${site.id}`, customer.token);
+    restore();
+    expect(res.status).toBe(503);
+    expect(res.body.message).toMatch(/site \d+ deletion was saved, but its site\.deleted event could not be queued/);
+  });
+
+  it('accepts an API key (Bearer or X-API-Key) for the customer routes', async () => {
+    await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' });
+    const { key, hash, prefix } = generateApiKey();
+    await store.apiKeys.insert({ user_id: customer.id, name: 'ci', key_hash: hash, key_prefix: prefix, last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
+    const created = await call('POST', '/sites', key, { domain: 'key.example' });
+    expect(created.status).toBe(201);
+    const listed = await app.inject({ method: 'GET', url: '/api/v1/sites', headers: { 'x-api-key': key } });
+    expect([listed.statusCode, listed.json().data.map((s: any) => s.domain)]).toEqual([200, ['key.example']]);
+    const subs = await app.inject({ method: 'GET', url: '/api/v1/subscriptions', headers: { 'x-api-key': key } });
+    expect(subs.json().data.map((s: any) => s.main_domain)).toEqual(['c.example']);
+    expect((await call('DELETE', `/sites/${created.body.data.id}`, key)).status).toBe(200);
+  });
+
+  it('serialises uniqueness checks even when the store answers reads asynchronously', async () => {
+    const sub = (await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' })).body.data;
+    // A backend whose reads take a trip through the event loop (as a database's would).
+    const find = store.sites.find.bind(store.sites);
+    store.sites.find = async (filter) => {
+      const answer = await find(filter);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return answer;
+    };
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => call('POST', '/sites', customer.token, { domain: 'race.example', subscription_id: sub.id })),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
+    expect((await store.sites.list((s) => s.domain === 'race.example')).length).toBe(1);
+  });
+});
