@@ -230,6 +230,23 @@ describe('apiWatchSource', () => {
     expect(state.status).toEqual({ tone: 'error', text: 'could not load the recent log of 3 endpoints: slow down' });
   });
 
+  it('shows a refused stream as closed, with what to do', async () => {
+    const { url } = await serve((req, res) => {
+      const stream = req.url!.includes('/stream');
+      res.writeHead(stream ? 401 : 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(stream ? { data: null, error: 'not authenticated', message: 'token expired' } : { data: [], error: null, message: 'ok' }));
+    });
+    let state = initialState({ baseUrl: url, endpointId: 4 });
+    const stop = apiWatchSource(client(url), { endpointId: 4, endpoints: [] }).start((action) => (state = reducer(state, action)));
+    try {
+      await until(() => state.connection.state === 'closed');
+    } finally {
+      stop();
+    }
+    expect(state.connection).toEqual({ state: 'closed', detail: 'token expired' });
+    expect(state.status?.text).toBe('the live stream was refused (panelctl login, or another --token): token expired');
+  });
+
   it('test and redeliver post to the documented paths and return the first attempt', async () => {
     const posts: string[] = [];
     const { url } = await serve((req, res) => {

@@ -1,7 +1,9 @@
 // Where `panelctl watch` gets its data: the recent log of each endpoint, then the live stream
 // (the shared engine of stream/deliveries.ts), and the two actions (test, redeliver). It only
 // dispatches actions; nothing here waits on the view, and the view never waits on it.
+import { EXIT } from '../../shared/errors.js';
 import type { ApiClient } from '../api-client.js';
+import { CliError } from '../errors.js';
 import { followDeliveries } from '../stream/deliveries.js';
 import { hostOf } from './format.js';
 import type { WatchAction, WatchEndpoint, WatchEntry } from './state.js';
@@ -164,7 +166,8 @@ export function apiWatchSource(client: ApiClient, options: ApiSourceOptions = {}
             }
           },
           onError(error) {
-            report('the live stream stopped', error);
+            const auth = error instanceof CliError && error.exitCode === EXIT.AUTH;
+            report(auth ? 'the live stream was refused (panelctl login, or another --token)' : 'the live stream stopped', error);
           },
         },
       );

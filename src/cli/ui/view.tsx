@@ -74,7 +74,8 @@ export function Header({ state, now, columns, color }: ViewProps) {
     .filter(Boolean)
     .join(', ');
   const minutes = Math.round(COUNT_WINDOW_MS / 60_000);
-  const title = `panelctl watch ${clean(state.baseUrl)}${scope}`;
+  const where = ` ${clean(state.baseUrl)}${scope}`;
+  const title = `panelctl watch${where}`;
   // The title keeps at least half the line; the connection state (its reason can be long) the rest.
   const badge = connectionText(state.connection);
   const badgeWidth = Math.max(14, columns - Math.min([...title].length, Math.floor(columns / 2)) - 1);
@@ -83,7 +84,7 @@ export function Header({ state, now, columns, color }: ViewProps) {
       <Box justifyContent="space-between" width={columns}>
         <Text wrap="truncate">
           <Text bold>panelctl watch</Text>
-          {title.slice('panelctl watch'.length)}
+          {where}
         </Text>
         <Box flexShrink={0} marginLeft={1}>
           <Text color={paint(color, badge.tone)}>{fit(badge.text, badgeWidth).trimEnd()}</Text>
