@@ -151,6 +151,21 @@ describe('watch view: keys', () => {
     expect(selected(lines())).toContain('backup.completed');
   });
 
+  it('scrolls the table to keep the selection on screen (G/End to the oldest, g/Home back)', async () => {
+    const { lines, press, source } = mount({ rows: 10 });
+    await settle();
+    const events = ['site.created', 'site.deleted', 'domain.created', 'domain.deleted', 'database.created', 'database.deleted', 'email.created', 'ftp.created'];
+    source.dispatch({ type: 'entries', entries: events.map((event, i) => entry({ id: 80 + i, event })) });
+    await settle();
+    expect(lines()).toHaveLength(10);
+    expect(lines().join('\n')).not.toContain('site.created'); // the oldest, off screen
+    await press('G');
+    expect(selected(lines())).toContain('site.created');
+    expect(lines().join('\n')).not.toContain('ftp.created');
+    await press('g');
+    expect(selected(lines())).toContain('ftp.created');
+  });
+
   it('keeps the selected entry selected when newer entries arrive', async () => {
     const { lines, press, source } = await withRows();
     await press('j');
