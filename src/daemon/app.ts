@@ -7,7 +7,10 @@ import { EventBus } from './dispatcher/bus.js';
 import authPlugin from './plugins/auth.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
-import loginRoutes from './routes/auth/login.js';
+import lockoutPlugin from './plugins/lockout.js';
+import rateLimitPlugin from './plugins/rate-limit.js';
+import apiKeyRoutes from './routes/api-keys/index.js';
+import authRoutes from './routes/auth/index.js';
 import settingsRoutes from './routes/admin/settings.js';
 import healthRoutes from './routes/health/index.js';
 import userRoutes from './routes/users/index.js';
@@ -70,11 +73,15 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
   app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
   await app.register(authPlugin);
+  // Request limits after auth (windows are per user) and before the routes (they hook every route).
+  await app.register(rateLimitPlugin);
+  await app.register(lockoutPlugin);
 
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
-      await api.register(loginRoutes);
+      await api.register(authRoutes);
+      await api.register(apiKeyRoutes);
       await api.register(settingsRoutes);
       await api.register(userRoutes);
       await api.register(eventRoutes);

@@ -15,6 +15,8 @@ export interface UserRecord {
   two_factor_enabled: boolean;
   /** Last accepted TOTP time step, so a code is never accepted twice. */
   totp_last_step: number | null;
+  /** When the password was last changed; JWTs issued before it are refused. Absent on older records. */
+  password_changed_at?: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,5 +1,8 @@
 // One authentication hook for every route. Resolves the caller from `Authorization: Bearer`
 // (a JWT or an `ncp_` API key) or `X-API-Key`, then enforces the route's `config.auth` level.
+// Identification runs at onRequest and enforcement at preParsing: the request limits (onRequest
+// hooks registered after this plugin) then know the user, and still count and answer, with their
+// headers, a request whose credentials are refused. No body is parsed for a refused caller.
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
@@ -42,8 +45,15 @@ export async function resolvePrincipal(app: FastifyInstance, credential: string)
   }
   const user = await app.store.users.get(Number(claims.sub));
   if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the account no longer exists');
+  // A password change (reset) ends the sessions opened with the old password.
+  if (user.password_changed_at && claims.iat < Math.floor(Date.parse(user.password_changed_at) / 1000)) {
+    throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the password was changed since this token was issued; log in again');
+  }
   return { user, userId: user.id, role: user.role, via: 'jwt' };
 }
+
+/** Why identification failed, kept until enforcement so request limits run in between. */
+const refusals = new WeakMap<FastifyRequest, ApiError>();
 
 export default fp(
   async function auth(app: FastifyInstance) {
@@ -53,18 +63,32 @@ export default fp(
       if (request.is404) return;
       const level = request.routeOptions.config?.auth ?? 'user';
       if (level === 'none') return;
-      const credential = presentedCredential(request);
-      if (!credential) {
-        throw new ApiError('NOT_AUTHENTICATED', 'authentication required: send Authorization: Bearer <JWT or API key>');
+      try {
+        const credential = presentedCredential(request);
+        if (!credential) {
+          throw new ApiError('NOT_AUTHENTICATED', 'authentication required: send Authorization: Bearer <JWT or API key>');
+        }
+        request.principal = await resolvePrincipal(app, credential);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        refusals.set(request, error);
       }
-      const principal = await resolvePrincipal(app, credential);
-      request.principal = principal;
+    });
+
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      if (request.is404) return payload;
+      const level = request.routeOptions.config?.auth ?? 'user';
+      if (level === 'none') return payload;
+      const refusal = refusals.get(request);
+      if (refusal) throw refusal;
+      const principal = principalOf(request);
       if ((level === 'jwt' || level === 'admin_jwt') && principal.via !== 'jwt') {
         throw new ApiError('JWT_REQUIRED', 'this endpoint requires a JWT from /auth/login, not an API key');
       }
       if ((level === 'admin' || level === 'admin_jwt') && principal.role !== 'admin') {
         throw new ApiError('FORBIDDEN', 'this endpoint requires the admin role');
       }
+      return payload;
     });
   },
   { name: 'auth', dependencies: ['errors'] },

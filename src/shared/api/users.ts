@@ -48,3 +48,33 @@ export const CreateUserBody = Type.Object(
   { additionalProperties: false },
 );
 export type CreateUserBody = Static<typeof CreateUserBody>;
+
+export const TotpCodeBody = Type.Object(
+  { totp_code: Type.String({ minLength: 1, maxLength: 16, description: 'The current 6-digit code of the authenticator app' }) },
+  { additionalProperties: false },
+);
+export type TotpCodeBody = Static<typeof TotpCodeBody>;
+
+export const TwoFactorSetup = Type.Object({
+  secret: Type.String({ description: 'Base32 TOTP secret (SHA-1, 6 digits, 30 s), to type into an authenticator app' }),
+  otpauth_url: Type.String({ description: 'otpauth:// URL with the same secret, for a QR code' }),
+});
+export type TwoFactorSetup = Static<typeof TwoFactorSetup>;
+
+export const TwoFactorState = Type.Object({ two_factor_enabled: Type.Boolean() });
+export type TwoFactorState = Static<typeof TwoFactorState>;
+
+export const ForgotPasswordBody = Type.Object(
+  { email: Type.String({ format: 'email', maxLength: 254 }) },
+  { additionalProperties: false },
+);
+export type ForgotPasswordBody = Static<typeof ForgotPasswordBody>;
+
+export const ResetPasswordBody = Type.Object(
+  {
+    token: Type.String({ minLength: 1, maxLength: 256, description: 'The token from the reset mail' }),
+    password: Type.String({ minLength: 8, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+export type ResetPasswordBody = Static<typeof ResetPasswordBody>;

@@ -4,29 +4,52 @@ import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, errorResponses, ok } from '../../../shared/envelope.js';
 import { LoginBody, LoginResult } from '../../../shared/api/users.js';
 import { dummyPasswordHash, verifyPassword } from '../../auth/password.js';
+import { acceptTotp } from '../../auth/totp.js';
 import { publicUser } from './users-view.js';
 
 export default async function loginRoutes(app: FastifyInstance) {
+  // Computed now, so that the first unknown email does not take two hashes' time.
+  await dummyPasswordHash();
+
   app.post<{ Body: LoginBody }>(
     '/auth/login',
     {
-      config: { auth: 'none' },
+      config: { auth: 'none', limit: 'login', lockout: true },
       schema: {
         tags: ['auth'],
         summary: 'Log in with email and password (and a TOTP code when 2FA is on)',
+        description:
+          'Answers 401 `invalid credentials` for an unknown email or a wrong password alike, 401 `2fa_required` ' +
+          '(`data` null) when 2FA is on and `totp_code` is missing, 401 `invalid totp code` for a wrong or reused code.',
         body: LoginBody,
         response: { 200: EnvelopeOf(LoginResult), ...errorResponses(400, 401, 422, 429) },
       },
     },
     async (request) => {
-      const { email, password } = request.body;
+      const { email, password, totp_code: code } = request.body;
       const user = await app.store.users.byEmail(email.trim());
       // Unknown emails cost a hash too, so timing does not reveal which accounts exist.
       const valid = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
-      if (!user || !valid) throw new ApiError('INVALID_CREDENTIALS', 'email or password is wrong');
+      if (!user || !valid) {
+        await app.lockout.recordFailure(request);
+        throw new ApiError('INVALID_CREDENTIALS', 'email or password is wrong');
+      }
+      if (user.two_factor_enabled && user.totp_secret) {
+        // The password was right: asking for the second factor is not a failed attempt.
+        if (!code) throw new ApiError('TWO_FACTOR_REQUIRED', 'a two-factor code is required: send totp_code from your authenticator app');
+        // Read fresh, then checked and recorded with no await in between, so one code cannot win two
+        // concurrent logins. (A SQL backend would make this a conditional UPDATE on totp_last_step.)
+        const current = (await app.store.users.get(user.id)) ?? user;
+        const step = acceptTotp(code, current.totp_secret ?? user.totp_secret, current.totp_last_step, app.clock());
+        if (step === null) {
+          await app.lockout.recordFailure(request);
+          throw new ApiError('INVALID_TOTP', 'the two-factor code is wrong, expired or already used');
+        }
+        await app.store.users.update(user.id, { totp_last_step: step });
+      }
       const settings = await app.store.settings.get();
       const token = await app.tokens.issue(user.id, user.role, settings.jwt_ttl_seconds);
-      return ok({ token, user: publicUser(user) }, 'logged in');
+      return ok({ token, user: publicUser(user) }, `logged in as ${user.email}`);
     },
   );
 }

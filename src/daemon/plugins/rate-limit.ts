@@ -1,0 +1,112 @@
+// Variant A of section 8, with @fastify/rate-limit: fixed one-minute windows for /auth/login
+// (per IP), password reset (forgot + reset, one window per IP) and everything else under /api/v1
+// (per user, per IP when unauthenticated). Limits are read from the settings on every request,
+// so a change applies at once. Windows live in the store's limiter repository (flushed lazily,
+// not fsynced per request) so they survive a restart. Active when `rate_limit_mode` is
+// `requests` or `both`. Also prunes ended windows and lockouts of both variants.
+import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
+import fp from 'fastify-plugin';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../../shared/errors.js';
+import type { Settings } from '../../shared/settings.js';
+import type { LimiterRecord } from '../../store/types.js';
+import { KeyedLock } from '../auth/keyed-lock.js';
+
+export type LimitScope = 'login' | 'reset' | 'user';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Which request-rate window the route counts against; `user` when absent. */
+    limit?: LimitScope;
+  }
+}
+
+export const WINDOW_MS = 60_000;
+const PRUNE_EVERY_MS = 60_000;
+/** Liveness checks (monitoring, `daemon start` waiting for the API) are not counted. */
+const EXEMPT_ROUTES = new Set(['/api/v1/health']);
+
+const LIMIT_SETTING: Record<LimitScope, keyof Settings> = {
+  login: 'rate_limit_login_per_minute',
+  reset: 'rate_limit_reset_per_minute',
+  user: 'rate_limit_user_per_minute',
+};
+
+/** A @fastify/rate-limit store over the limiter repository: one fixed window per key. */
+function limiterStoreFor(app: FastifyInstance) {
+  const serial = new KeyedLock();
+  return class LimiterStore implements FastifyRateLimitStore {
+    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow = WINDOW_MS): void {
+      serial
+        .run(key, async () => {
+          const now = app.clock();
+          const previous = await app.store.limiter.get(key);
+          const record: LimiterRecord =
+            !previous || now >= previous.window_start + timeWindow
+              ? { key, count: 1, window_start: now, locked_until: 0 }
+              : { ...previous, count: previous.count + 1 };
+          await app.store.limiter.put(record, false);
+          return { current: record.count, ttl: record.window_start + timeWindow - now };
+        })
+        .then(
+          (result) => callback(null, result),
+          (error: Error) => callback(error),
+        );
+    }
+
+    child(): FastifyRateLimitStore {
+      return this;
+    }
+  };
+}
+
+function clientKey(request: FastifyRequest, scope: LimitScope): string {
+  if (scope !== 'user') return `rl:${scope}:${request.ip}`;
+  return request.principal ? `rl:user:${request.principal.userId}` : `rl:ip:${request.ip}`;
+}
+
+export default fp(
+  async function requestLimits(app: FastifyInstance) {
+    await app.register(rateLimit, { global: false, store: limiterStoreFor(app) as never });
+
+    const limiters = Object.fromEntries(
+      (Object.keys(LIMIT_SETTING) as LimitScope[]).map((scope) => [
+        scope,
+        app.createRateLimit({
+          timeWindow: WINDOW_MS,
+          keyGenerator: (request) => clientKey(request, scope),
+          max: async () => (await app.store.settings.get())[LIMIT_SETTING[scope]] as number,
+        }),
+      ]),
+    ) as Record<LimitScope, ReturnType<FastifyInstance['createRateLimit']>>;
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (!request.url.startsWith('/api/v1/') || EXEMPT_ROUTES.has(request.routeOptions.url ?? '')) return;
+      const settings = await app.store.settings.get();
+      if (settings.rate_limit_mode === 'lockout') return;
+      const scope = (!request.is404 && request.routeOptions.config?.limit) || 'user';
+      const result = await limiters[scope](request);
+      if (result.isAllowed) return;
+      // The plugin's own headers give seconds until the reset; section 8 wants the Unix time.
+      const resetAt = Math.ceil((app.clock() + result.ttl) / 1000);
+      reply.header('x-ratelimit-limit', result.max);
+      reply.header('x-ratelimit-remaining', result.remaining);
+      reply.header('x-ratelimit-reset', resetAt);
+      if (result.isExceeded) {
+        throw new ApiError('RATE_LIMITED', `too many requests: at most ${result.max} per minute here; retry in ${result.ttlInSeconds} s`, {
+          headers: { 'retry-after': String(Math.max(1, result.ttlInSeconds)) },
+        });
+      }
+    });
+
+    const prune = async () => {
+      const settings = await app.store.settings.get();
+      const keepMs = Math.max(WINDOW_MS, settings.login_lockout_minutes * 60_000);
+      await app.store.limiter.prune(app.clock(), keepMs);
+    };
+    const timer = setInterval(() => void prune().catch(() => undefined), PRUNE_EVERY_MS);
+    timer.unref();
+    app.addHook('onClose', async () => clearInterval(timer));
+  },
+  { name: 'rate-limit', dependencies: ['errors', 'auth'] },
+);

@@ -1,0 +1,204 @@
+// Password reset against the real daemon: the same answer for any email, a single-use token
+// mailed as an .eml file (or over SMTP when configured), only its hash stored.
+import { createHash } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { RELAXED, createUser, currentStep, eventually, filesContaining, putSettings, sleep, totpAt } from './helpers.js';
+
+const FORGOT_MESSAGE = /if an account with that email exists/;
+
+/** The token of a reset mail: the indented line of its body. */
+function tokenOf(mail: string): string {
+  const match = /^ {4}([A-Za-z0-9_-]{43})$/m.exec(mail);
+  if (!match) throw new Error(`no token in mail:\n${mail}`);
+  return match[1];
+}
+
+async function mailFiles(daemon: TestDaemon): Promise<string[]> {
+  try {
+    return (await readdir(join(daemon.dataDir, 'mail'))).filter((f) => f.endsWith('.eml')).sort();
+  } catch {
+    return [];
+  }
+}
+
+/** Waits for the n-th .eml file and returns its text. */
+async function nthMail(daemon: TestDaemon, n: number): Promise<string> {
+  const name = await eventually(async () => (await mailFiles(daemon))[n - 1], `mail file #${n}`);
+  return readFile(join(daemon.dataDir, 'mail', name), 'utf8');
+}
+
+describe('password reset with mail written to files', () => {
+  let daemon: TestDaemon;
+  let admin: string;
+
+  beforeAll(async () => {
+    daemon = await startDaemon();
+    admin = await daemon.login();
+    await putSettings(daemon, admin, RELAXED);
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  const forgot = (email: string) => daemon.request('POST', '/auth/forgot-password', { body: { email } });
+  const reset = (token: string, password: string) => daemon.request('POST', '/auth/reset-password', { body: { token, password } });
+
+  it('answers an existing and an unknown email identically, mailing only the existing one', async () => {
+    const user = await createUser(daemon, admin, 'forgetful@example.com');
+    const unknown = await forgot('nobody@example.com');
+    const known = await forgot(user.email);
+    expect(unknown.status).toBe(200);
+    expect(known.status).toBe(200);
+    expect(known.body).toEqual({ data: null, error: null, message: expect.stringMatching(FORGOT_MESSAGE) });
+    expect(unknown.body).toEqual(known.body);
+
+    const mail = await nthMail(daemon, 1);
+    await sleep(300);
+    expect(await mailFiles(daemon)).toHaveLength(1); // none for the unknown address
+    expect(mail).toMatch(/^To: forgetful@example\.com$/m);
+    expect(mail).toMatch(/^Subject: .*reset/im);
+    const file = join(daemon.dataDir, 'mail', (await mailFiles(daemon))[0]);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+
+    // Only the token's SHA-256 is stored.
+    const token = tokenOf(mail);
+    const store = await readFile(join(daemon.dataDir, 'store.json'), 'utf8');
+    expect(store).not.toContain(token);
+    expect(store).toContain(createHash('sha256').update(token).digest('hex'));
+
+    const before = await daemon.login(user.email, user.password);
+    await sleep(1100); // so the change is in a later second than the old JWT's iat
+    const done = await reset(token, 'brand-new-password');
+    expect(done.status, done.text).toBe(200);
+    expect(done.body).toEqual({ data: null, error: null, message: expect.any(String) });
+
+    expect((await daemon.request('POST', '/auth/login', { body: { email: user.email, password: user.password } })).status).toBe(401);
+    expect((await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'brand-new-password' } })).status).toBe(200);
+    // Sessions opened with the old password end.
+    const old = await daemon.request('GET', '/auth/me', { token: before });
+    expect(old.status).toBe(401);
+    expect(old.body.message).toMatch(/password was changed/);
+
+    // Single use.
+    const again = await reset(token, 'another-password');
+    expect(again.status).toBe(400);
+    expect(again.body).toEqual({ data: null, error: 'invalid token', message: expect.any(String) });
+    expect((await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'brand-new-password' } })).status).toBe(200);
+  });
+
+  it('refuses unknown tokens (400 invalid token) and validates the body', async () => {
+    const unknown = await reset('A'.repeat(43), 'long-enough-password');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toBe('invalid token');
+    const short = await reset('A'.repeat(43), 'short');
+    expect(short.status).toBe(422);
+    expect(short.body.message).toMatch(/password/);
+    expect((await daemon.request('POST', '/auth/reset-password', { body: { password: 'long-enough-password' } })).status).toBe(400);
+    const badEmail = await daemon.request('POST', '/auth/forgot-password', { body: { email: 'not an email' } });
+    expect(badEmail.status).toBe(422);
+    expect(badEmail.body.message).toMatch(/email/);
+  });
+
+  it('replaces an older token when a new one is requested', async () => {
+    const user = await createUser(daemon, admin, 'twice@example.com');
+    const count = (await mailFiles(daemon)).length;
+    await forgot(user.email);
+    const first = tokenOf(await nthMail(daemon, count + 1));
+    await forgot(user.email);
+    const second = tokenOf(await nthMail(daemon, count + 2));
+    expect(second).not.toBe(first);
+    expect((await reset(first, 'replaced-password')).body.error).toBe('invalid token');
+    expect((await reset(second, 'replaced-password')).status).toBe(200);
+    expect((await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'replaced-password' } })).status).toBe(200);
+  });
+
+  it('leaves 2FA on after a reset: the password alone does not log in', async () => {
+    const user = await createUser(daemon, admin, 'both-factors@example.com');
+    const token = await daemon.login(user.email, user.password);
+    const { secret } = (await daemon.request('POST', '/auth/2fa/setup', { token })).body.data;
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, currentStep()) } })).status).toBe(200);
+    const count = (await mailFiles(daemon)).length;
+    await forgot(user.email);
+    expect((await reset(tokenOf(await nthMail(daemon, count + 1)), 'after-reset-password')).status).toBe(200);
+    const login = await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'after-reset-password' } });
+    expect(login.body.error).toBe('2fa_required');
+  });
+
+  it('never writes a reset token in plain text into the data directory outside the mail', async () => {
+    const user = await createUser(daemon, admin, 'grep-reset@example.com');
+    const count = (await mailFiles(daemon)).length;
+    await forgot(user.email);
+    const token = tokenOf(await nthMail(daemon, count + 1));
+    const hits = await filesContaining(daemon.dataDir, token);
+    expect(hits.map((f) => f.slice(daemon.dataDir.length))).toEqual([expect.stringMatching(/^\/mail\/.*\.eml$/)]);
+  });
+});
+
+/** A minimal SMTP receiver (RFC 5321 happy path, no TLS), enough for nodemailer. */
+function smtpReceiver(): Promise<{ server: Server; port: number; messages: Array<{ from: string; to: string[]; data: string }> }> {
+  const messages: Array<{ from: string; to: string[]; data: string }> = [];
+  const server = createServer((socket: Socket) => {
+    let buffer = '';
+    let inData = false;
+    let current = { from: '', to: [] as string[], data: '' };
+    socket.write('220 test-smtp ready\r\n');
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('utf8');
+      for (;;) {
+        if (inData) {
+          const end = buffer.indexOf('\r\n.\r\n');
+          if (end < 0) return;
+          current.data = buffer.slice(0, end);
+          buffer = buffer.slice(end + 5);
+          inData = false;
+          messages.push(current);
+          current = { from: '', to: [], data: '' };
+          socket.write('250 queued\r\n');
+          continue;
+        }
+        const eol = buffer.indexOf('\r\n');
+        if (eol < 0) return;
+        const line = buffer.slice(0, eol);
+        buffer = buffer.slice(eol + 2);
+        const verb = line.slice(0, 4).toUpperCase();
+        if (verb === 'EHLO' || verb === 'HELO') socket.write('250 test-smtp\r\n');
+        else if (verb === 'MAIL') (current.from = line), socket.write('250 ok\r\n');
+        else if (verb === 'RCPT') current.to.push(line), socket.write('250 ok\r\n');
+        else if (verb === 'DATA') (inData = true), socket.write('354 go ahead\r\n');
+        else if (verb === 'QUIT') socket.end('221 bye\r\n');
+        else socket.write('250 ok\r\n');
+      }
+    });
+    socket.on('error', () => undefined);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port, messages })));
+}
+
+describe('password reset over SMTP', () => {
+  it('sends the mail to the configured SMTP server (PANELCTL_SMTP_URL, PANELCTL_MAIL_FROM) and writes no file', async () => {
+    const smtp = await smtpReceiver();
+    const daemon = await startDaemon({ env: { PANELCTL_SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, PANELCTL_MAIL_FROM: 'Panel <panel@example.net>' } });
+    try {
+      const admin = await daemon.login();
+      await putSettings(daemon, admin, RELAXED);
+      const user = await createUser(daemon, admin, 'smtp-user@example.com');
+      expect((await daemon.request('POST', '/auth/forgot-password', { body: { email: user.email } })).status).toBe(200);
+      const message = await eventually(async () => smtp.messages[0], 'an SMTP message');
+      expect(message.from).toContain('<panel@example.net>');
+      expect(message.to).toEqual([expect.stringContaining('<smtp-user@example.com>')]);
+      expect(message.data).toMatch(/^From: Panel <panel@example\.net>$/m);
+      const token = tokenOf(message.data.replace(/\r\n/g, '\n'));
+      expect(await mailFiles(daemon)).toEqual([]);
+      const done = await daemon.request('POST', '/auth/reset-password', { body: { token, password: 'smtp-new-password' } });
+      expect(done.status, done.text).toBe(200);
+      expect((await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'smtp-new-password' } })).status).toBe(200);
+    } finally {
+      await daemon.dispose();
+      smtp.server.close();
+    }
+  });
+});

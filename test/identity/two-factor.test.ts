@@ -1,0 +1,143 @@
+// TOTP 2FA against the real daemon, with codes from the test's own RFC 6238 implementation
+// (node:crypto), so the daemon is checked against the standard rather than against otplib.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { RELAXED, awayFromStepEdge, createUser, currentStep, hotp, putSettings, totpAt, type CreatedUser } from './helpers.js';
+
+describe('the test TOTP implementation', () => {
+  it('matches the RFC 6238 SHA-1 test vectors', () => {
+    const key = Buffer.from('12345678901234567890');
+    // Appendix B: T = 59, 1111111109, 2000000000 → 94287082, 07081804, 69279037 (8 digits).
+    expect(hotp(key, Math.floor(59 / 30), 8)).toBe('94287082');
+    expect(hotp(key, Math.floor(1111111109 / 30), 8)).toBe('07081804');
+    expect(hotp(key, Math.floor(2000000000 / 30), 8)).toBe('69279037');
+  });
+});
+
+describe('two-factor authentication', () => {
+  let daemon: TestDaemon;
+  let admin: string;
+
+  beforeAll(async () => {
+    daemon = await startDaemon();
+    admin = await daemon.login();
+    await putSettings(daemon, admin, RELAXED);
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  const login = (user: CreatedUser, totp_code?: string) =>
+    daemon.request('POST', '/auth/login', { body: { email: user.email, password: user.password, ...(totp_code ? { totp_code } : {}) } });
+
+  /** Sets up 2FA for a fresh user and returns the secret (not yet enabled). */
+  const setUp = async (email: string) => {
+    const user = await createUser(daemon, admin, email);
+    const token = await daemon.login(user.email, user.password);
+    const setup = await daemon.request('POST', '/auth/2fa/setup', { token });
+    expect(setup.status, setup.text).toBe(200);
+    return { user, token, secret: setup.body.data.secret as string, setup };
+  };
+
+  it('sets up a pending secret: base32 and an otpauth URL, login unchanged until enabled', async () => {
+    const { user, token, secret, setup } = await setUp('pending@example.com');
+    expect(secret).toMatch(/^[A-Z2-7]{32}$/);
+    const url = new URL(setup.body.data.otpauth_url);
+    expect(url.protocol).toBe('otpauth:');
+    expect(url.host).toBe('totp');
+    expect(url.searchParams.get('secret')).toBe(secret);
+    expect(url.searchParams.get('issuer')).toBe('panelctl');
+    expect(decodeURIComponent(url.pathname)).toContain('pending@example.com');
+
+    expect((await login(user)).status).toBe(200);
+    expect((await daemon.request('GET', '/auth/me', { token })).body.data.two_factor_enabled).toBe(false);
+    // Nothing to disable yet.
+    expect((await daemon.request('POST', '/auth/2fa/disable', { token, body: { totp_code: totpAt(secret, currentStep()) } })).status).toBe(409);
+  });
+
+  it('enables with a current code, then asks for one at login: 2fa_required, invalid totp code, replay refused', async () => {
+    await awayFromStepEdge();
+    const { user, token, secret } = await setUp('totp@example.com');
+    const s = currentStep();
+
+    const wrongEnable = await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s + 3) } });
+    expect(wrongEnable.status).toBe(401);
+    expect(wrongEnable.body.error).toBe('invalid totp code');
+
+    const enable = await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s) } });
+    expect(enable.status).toBe(200);
+    expect(enable.body.data).toEqual({ two_factor_enabled: true });
+    expect((await daemon.request('GET', '/auth/me', { token })).body.data.two_factor_enabled).toBe(true);
+    expect((await daemon.request('POST', '/auth/2fa/setup', { token })).status).toBe(409);
+
+    const missing = await login(user);
+    expect(missing.status).toBe(401);
+    expect(missing.body).toEqual({ data: null, error: '2fa_required', message: expect.stringMatching(/two-factor code/) });
+
+    const wrong = await login(user, totpAt(secret, s + 3));
+    expect(wrong.status).toBe(401);
+    expect(wrong.body).toEqual({ data: null, error: 'invalid totp code', message: expect.any(String) });
+    expect((await login(user, '12345')).body.error).toBe('invalid totp code');
+    expect((await login(user, 'abcdef')).body.error).toBe('invalid totp code');
+
+    // The code that enabled 2FA was used: replaying it at login is refused.
+    const replayOfEnable = await login(user, totpAt(secret, s));
+    expect(replayOfEnable.status).toBe(401);
+    expect(replayOfEnable.body.error).toBe('invalid totp code');
+
+    // One step of drift ahead is accepted; a second use of that code is not.
+    const ahead = await login(user, totpAt(secret, s + 1));
+    expect(ahead.status, ahead.text).toBe(200);
+    expect(ahead.body.data.token).toEqual(expect.any(String));
+    const replay = await login(user, totpAt(secret, s + 1));
+    expect(replay.status).toBe(401);
+    expect(replay.body.error).toBe('invalid totp code');
+
+    // A wrong password is `invalid credentials` whatever the code.
+    const badPassword = await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'wrong-password', totp_code: totpAt(secret, s + 1) } });
+    expect(badPassword.body.error).toBe('invalid credentials');
+  });
+
+  it('accepts one step behind, refuses codes older than the last accepted, and disables with a fresh code', async () => {
+    await awayFromStepEdge();
+    const { user, token, secret } = await setUp('drift@example.com');
+    const s = currentStep();
+
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
+    expect((await login(user, totpAt(secret, s - 2))).body.error).toBe('invalid totp code'); // out of the window
+    const now = await login(user, totpAt(secret, s));
+    expect(now.status, now.text).toBe(200);
+    // s - 1 is inside the window but older than the accepted s.
+    expect((await login(user, totpAt(secret, s - 1))).body.error).toBe('invalid totp code');
+
+    // Disabling also takes a fresh code: the one just used is refused.
+    const jwt = now.body.data.token;
+    const stale = await daemon.request('POST', '/auth/2fa/disable', { token: jwt, body: { totp_code: totpAt(secret, s) } });
+    expect(stale.status).toBe(401);
+    expect(stale.body.error).toBe('invalid totp code');
+    const disable = await daemon.request('POST', '/auth/2fa/disable', { token: jwt, body: { totp_code: totpAt(secret, s + 1) } });
+    expect(disable.status, disable.text).toBe(200);
+    expect(disable.body.data).toEqual({ two_factor_enabled: false });
+    expect((await login(user)).status).toBe(200);
+  });
+
+  it('needs a JWT for the 2FA routes: an API key gets 403 `jwt required`', async () => {
+    const user = await createUser(daemon, admin, 'keyholder@example.com');
+    const token = await daemon.login(user.email, user.password);
+    const key = (await daemon.request('POST', '/auth/api-keys', { token, body: { name: 'k' } })).body.data.key;
+    for (const path of ['/auth/2fa/setup', '/auth/2fa/enable', '/auth/2fa/disable']) {
+      const result = await daemon.request('POST', path, { token: key, body: path.endsWith('setup') ? undefined : { totp_code: '000000' } });
+      expect([path, result.status, result.body.error]).toEqual([path, 403, 'jwt required']);
+    }
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: '123456' } })).status).toBe(409); // no setup yet
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: {} })).status).toBe(400);
+  });
+
+  it('keeps the TOTP secret out of every answer', async () => {
+    const { token, secret } = await setUp('secretive@example.com');
+    const me = await daemon.request('GET', '/auth/me', { token });
+    const users = await daemon.request('GET', '/admin/users', { token: admin });
+    expect(me.text).not.toContain(secret);
+    expect(users.text).not.toContain(secret);
+  });
+});
