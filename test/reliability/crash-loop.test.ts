@@ -1,0 +1,98 @@
+// Crash loop: rounds of SIGKILL at a random moment under mixed load (API writes, events to a
+// succeeding and a first-attempt-failing receiver). After each restart every acknowledged
+// write is present and the store parses; at the end every accepted event's deliveries have
+// completed at least once, including retries that were pending at a kill.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { makeCa, ok, startReceiver, type Receiver } from './receivers.js';
+
+const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 20);
+
+let daemon: TestDaemon;
+let token: string;
+let good: Receiver;
+let flaky: Receiver;
+const ackedUsers = new Set<string>();
+const ackedEvents = new Set<number>();
+let lostWrites = 0;
+
+beforeAll(async () => {
+  const ca = await makeCa();
+  good = await startReceiver(ca, ok);
+  // Fails the first attempt of every delivery, so each one needs its retry.
+  const seen = new Set<string>();
+  flaky = await startReceiver(ca, (req, res) => {
+    const id = String(req.headers['x-webhook-delivery']);
+    if (seen.has(id)) return ok(req, res, '');
+    seen.add(id);
+    res.writeHead(500).end('try again');
+  });
+  daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: ca.caFile }, keep: true });
+  token = await daemon.login();
+  await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_mode: 'lockout', login_max_attempts: 1000 } });
+  for (const receiver of [good, flaky]) {
+    const created = await daemon.request('POST', '/webhooks', { token, body: { url: receiver.url, secret: 'crash-secret', events: 'backup.completed' } });
+    expect(created.status, created.text).toBe(201);
+  }
+}, 60_000);
+
+afterAll(async () => {
+  console.log(`crash loop: ${ROUNDS} rounds, ${ackedUsers.size} user writes and ${ackedEvents.size} events acknowledged, ${lostWrites} lost`);
+  await daemon?.dispose();
+  await good?.close();
+  await flaky?.close();
+});
+
+function deliveredOk(receiver: Receiver, scheduleId: number, minRequests: number): boolean {
+  const hits = receiver.received.filter((r) => JSON.parse(r.body).data.schedule_id === scheduleId);
+  return hits.length >= minRequests;
+}
+
+describe('crash loop', () => {
+  it(`survives ${ROUNDS} SIGKILLs under load without losing acknowledged work`, async () => {
+    let seq = 0;
+    for (let round = 1; round <= ROUNDS; round++) {
+      let stop = false;
+      const worker = async (kind: 'user' | 'event') => {
+        while (!stop) {
+          const n = ++seq;
+          try {
+            if (kind === 'user') {
+              const email = `crash-${n}@example.com`;
+              const res = await daemon.request('POST', '/admin/users', { token, body: { email, name: 'Crash', password: 'crash-password', role: 'customer' } });
+              if (res.status === 201) ackedUsers.add(email);
+            } else {
+              const res = await daemon.request('POST', '/admin/events', { token, body: { event: 'backup.completed', data: { schedule_id: n, name: `b${n}` } } });
+              if (res.status === 200) ackedEvents.add(n);
+            }
+          } catch {
+            // the connection died with the daemon: not acknowledged
+          }
+        }
+      };
+      const workers = [worker('user'), worker('user'), worker('event'), worker('event'), worker('event')];
+      await new Promise((r) => setTimeout(r, 150 + Math.random() * 700));
+      daemon = await daemon.restart(); // SIGKILL at a random moment, then start again
+      stop = true;
+      await Promise.all(workers);
+
+      const users = await daemon.request('GET', '/admin/users', { token });
+      expect(users.status).toBe(200);
+      const present = new Set((users.body.data as Array<{ email: string }>).map((u) => u.email));
+      const missing = [...ackedUsers].filter((email) => !present.has(email));
+      lostWrites += missing.length;
+      expect(missing, `round ${round}: acknowledged users missing after SIGKILL`).toEqual([]);
+    }
+
+    // Every accepted event reaches the healthy receiver and, after its retry, the flaky one.
+    const deadline = Date.now() + 30_000;
+    let pending: number[] = [];
+    do {
+      pending = [...ackedEvents].filter((n) => !deliveredOk(good, n, 1) || !deliveredOk(flaky, n, 2));
+      if (pending.length === 0) break;
+      await new Promise((r) => setTimeout(r, 250));
+    } while (Date.now() < deadline);
+    expect(pending, 'accepted events whose deliveries never completed').toEqual([]);
+    expect(ackedEvents.size).toBeGreaterThan(ROUNDS);
+  }, 300_000);
+});
