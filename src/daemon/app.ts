@@ -4,6 +4,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { TokenService } from './auth/tokens.js';
 import { EventBus } from './dispatcher/bus.js';
+import dispatcherPlugin from './dispatcher/plugin.js';
 import authPlugin from './plugins/auth.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
@@ -17,6 +18,7 @@ import userRoutes from './routes/users/index.js';
 import eventRoutes from './routes/events/index.js';
 import subscriptionRoutes from './routes/subscriptions/index.js';
 import siteRoutes from './routes/sites/index.js';
+import webhookRoutes from './routes/webhooks/index.js';
 import type { DaemonOptions } from './services.js';
 
 export interface RouteSummary {
@@ -72,6 +74,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('clock', options.clock ?? Date.now);
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
   app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
+  await app.register(dispatcherPlugin);
   await app.register(authPlugin);
   // Request limits after auth (windows are per user) and before the routes (they hook every route).
   await app.register(rateLimitPlugin);
@@ -87,6 +90,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
       await api.register(eventRoutes);
       await api.register(subscriptionRoutes);
       await api.register(siteRoutes);
+      await api.register(webhookRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -22,6 +22,7 @@ export const API_ERRORS = {
   TOO_MANY_ATTEMPTS: { status: 429, error: 'too_many_attempts' },
   INTERNAL: { status: 500, error: 'internal error' },
   STORAGE_UNAVAILABLE: { status: 503, error: 'storage unavailable' },
+  SHUTTING_DOWN: { status: 503, error: 'shutting down' },
 } as const;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

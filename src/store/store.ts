@@ -77,7 +77,18 @@ export interface OutboxRepository {
   updateDelivery(delivery: DeliveryRecord): Promise<void>;
   /** Deliveries still pending, e.g. after a restart. */
   pending(): Promise<DeliveryRecord[]>;
+  /** Endpoints that have pending deliveries not yet claimed (the dispatcher's work at start). */
+  pendingEndpoints(): Promise<number[]>;
+  /**
+   * Takes an endpoint's next due delivery for an attempt: the oldest due retry, else the oldest
+   * new delivery. A claimed delivery is not offered again until updateDelivery records its
+   * outcome (a claim is not persisted: after a restart every pending delivery is offered again).
+   * When nothing is due, tells when the next one will be (null: nothing pending).
+   */
+  claim(endpointId: number, now: number): Promise<OutboxClaim>;
 }
+
+export type OutboxClaim = { delivery: DeliveryRecord } | { delivery: null; next_due_at: number | null };
 
 /** Per-endpoint delivery logs: the last 100 attempts, newest first. */
 export interface DeliveryLogRepository {

@@ -98,11 +98,14 @@ export interface DeliveryRecord {
   event: string;
   /** Exact JSON bytes that are signed and sent, so a retry sends the same body. */
   body: string;
-  state: 'pending' | 'succeeded' | 'failed';
+  /** `cancelled`: never attempted because its endpoint was deleted or deactivated meanwhile. */
+  state: 'pending' | 'succeeded' | 'failed' | 'cancelled';
   attempts: number;
   /** Epoch ms of the next attempt. */
   next_attempt_at: number;
   created_at: string;
+  /** A manual send (test, redeliver): made even when the endpoint is inactive. */
+  manual?: boolean;
 }
 
 export interface DeliveryLogEntry {
@@ -117,6 +120,8 @@ export interface DeliveryLogEntry {
   success: boolean;
   duration_ms: number;
   created_at: string;
+  /** The request headers sent with the attempt. */
+  request_headers: Record<string, string>;
 }
 
 export interface StoreData {

@@ -56,9 +56,13 @@ export class EventBus {
     return this.#enqueue(input, endpoints);
   }
 
-  /** Sends an event to one endpoint whatever its state or subscription (test, redeliver). */
-  async publishTo(endpoint: WebhookRecord, input: PublishInput, body?: string): Promise<DeliveryRecord> {
-    const { deliveries } = await this.#enqueueWith(input, [endpoint], body);
+  /**
+   * Sends an event to one endpoint whatever its state or subscription (test, redeliver): a
+   * manual delivery. `body` replaces the payload bytes; `deliveryId` lets the caller wait for
+   * the attempt before the delivery exists.
+   */
+  async publishTo(endpoint: WebhookRecord, input: PublishInput, body?: string, deliveryId?: string): Promise<DeliveryRecord> {
+    const { deliveries } = await this.#enqueueWith(input, [endpoint], { body, deliveryId });
     return deliveries[0];
   }
 
@@ -67,13 +71,18 @@ export class EventBus {
     return { event_id: event.id, deliveries: deliveries.length };
   }
 
-  async #enqueueWith(input: PublishInput, endpoints: WebhookRecord[], body?: string) {
+  async #enqueueWith(
+    input: PublishInput,
+    endpoints: WebhookRecord[],
+    manual: { body?: string; deliveryId?: string } | null = null,
+  ) {
     const now = this.clock();
     const timestamp = new Date(now).toISOString();
     const event: EventRecord = { id: randomUUID(), event: input.event, owner_id: input.owner_id, data: input.data, timestamp };
-    const bytes = body ?? payloadBody(input.event, timestamp, input.data);
+    const bytes = manual?.body ?? payloadBody(input.event, timestamp, input.data);
     const deliveries: DeliveryRecord[] = endpoints.map((endpoint) => ({
-      id: randomUUID(),
+      id: manual?.deliveryId ?? randomUUID(),
+      ...(manual ? { manual: true } : {}),
       endpoint_id: endpoint.id,
       event: input.event,
       body: bytes,

@@ -1,8 +1,9 @@
 // Delivery logs, one JSON-lines file per endpoint under deliveries/. Recording an attempt
 // appends one line to that endpoint's file only, so its cost does not grow with the number
 // of endpoints. A file is cut back to the newest 100 entries once it holds 200. Logs are
-// read from disk on request, so memory does not grow with log size.
-import { mkdir, readFile, rm } from 'node:fs/promises';
+// read from disk on request, so memory does not grow with log size, and at most
+// MAX_OPEN_FILES file handles stay open however many endpoints there are.
+import { mkdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DeliveryLogRepository } from '../store.js';
 import type { DeliveryLogEntry } from '../types.js';
@@ -10,11 +11,16 @@ import { AppendLog } from './append-log.js';
 import { atomicWrite } from './durable-writer.js';
 
 export const LOG_RETENTION = 100;
+const MAX_OPEN_FILES = 1024;
 
 export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #logs = new Map<number, AppendLog>();
   readonly #lineCounts = new Map<number, number>();
   readonly #compacting = new Map<number, Promise<void>>();
+  /** Endpoints whose log file handle may be open, least recently written first. */
+  readonly #recent = new Map<number, AppendLog>();
+  /** Endpoints removed in this process: a late attempt must not bring their file back. */
+  readonly #removed = new Set<number>();
   #lastId = 0;
 
   constructor(
@@ -29,18 +35,24 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
 
   async append(entry: Omit<DeliveryLogEntry, 'id'>): Promise<DeliveryLogEntry> {
     const endpointId = entry.endpoint_id;
-    await this.#compacting.get(endpointId);
+    if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
+    while (this.#compacting.has(endpointId)) await this.#compacting.get(endpointId);
+    // From here on synchronous up to the append, so a compaction cannot start in between.
     // Ids from the clock (microsecond-scaled, strictly increasing) stay unique across restarts
     // without scanning every log at start-up.
     this.#lastId = Math.max(this.#lastId + 1, Date.now() * 1000);
     const full: DeliveryLogEntry = { id: this.#lastId, ...entry };
-    const count = (await this.#count(endpointId)) + 1;
+    if (this.#removed.has(endpointId)) return full;
+    const count = (this.#lineCounts.get(endpointId) ?? 0) + 1;
     this.#lineCounts.set(endpointId, count);
-    await this.#log(endpointId).append(JSON.stringify(full));
+    const log = this.#log(endpointId);
+    this.#touch(endpointId, log);
+    const written = log.append(JSON.stringify(full));
     if (count >= this.retention * 2 && !this.#compacting.has(endpointId)) {
       const job = this.#compact(endpointId).finally(() => this.#compacting.delete(endpointId));
       this.#compacting.set(endpointId, job);
     }
+    await written;
     return full;
   }
 
@@ -55,9 +67,11 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   }
 
   async removeEndpoint(endpointId: number): Promise<void> {
+    this.#removed.add(endpointId);
     await this.#compacting.get(endpointId);
     await this.#logs.get(endpointId)?.close();
     this.#logs.delete(endpointId);
+    this.#recent.delete(endpointId);
     this.#lineCounts.delete(endpointId);
     await rm(this.#path(endpointId), { force: true });
   }
@@ -81,24 +95,46 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return log;
   }
 
+  /** Marks a log as just written and closes the handle of the least recently written beyond the cap. */
+  #touch(endpointId: number, log: AppendLog): void {
+    this.#recent.delete(endpointId);
+    this.#recent.set(endpointId, log);
+    if (this.#recent.size <= MAX_OPEN_FILES) return;
+    for (const [id, oldest] of this.#recent) {
+      this.#recent.delete(id);
+      // reopen() waits for pending writes, then closes; the next append opens the file again.
+      void oldest.reopen().catch(() => undefined);
+      break;
+    }
+  }
+
+  /** Counts the lines once per endpoint, cutting off a line torn by a crash mid-append. */
   async #count(endpointId: number): Promise<number> {
     const known = this.#lineCounts.get(endpointId);
     if (known !== undefined) return known;
-    const count = (await this.#read(endpointId)).length;
-    this.#lineCounts.set(endpointId, count);
-    return count;
+    const text = await this.#text(endpointId);
+    const complete = text.lastIndexOf('\n') + 1;
+    if (complete < text.length && !this.#lineCounts.has(endpointId)) {
+      await truncate(this.#path(endpointId), Buffer.byteLength(text.slice(0, complete)));
+    }
+    const count = text.slice(0, complete).split('\n').filter(Boolean).length;
+    // Two first appends may both read; the one that wrote meanwhile keeps its count.
+    if (!this.#lineCounts.has(endpointId)) this.#lineCounts.set(endpointId, count);
+    return this.#lineCounts.get(endpointId)!;
+  }
+
+  async #text(endpointId: number): Promise<string> {
+    try {
+      return await readFile(this.#path(endpointId), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+      throw error;
+    }
   }
 
   async #read(endpointId: number): Promise<DeliveryLogEntry[]> {
-    let text: string;
-    try {
-      text = await readFile(this.#path(endpointId), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw error;
-    }
     const entries: DeliveryLogEntry[] = [];
-    for (const line of text.split('\n')) {
+    for (const line of (await this.#text(endpointId)).split('\n')) {
       if (!line) continue;
       try {
         entries.push(JSON.parse(line) as DeliveryLogEntry);
@@ -109,11 +145,12 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return entries;
   }
 
+  /** Cuts the file back to its newest entries, as text: no parsing on the delivery path. */
   async #compact(endpointId: number): Promise<void> {
     const log = this.#log(endpointId);
     await log.idle();
-    const keep = (await this.#read(endpointId)).slice(-this.retention);
-    await atomicWrite(this.#path(endpointId), keep.map((e) => JSON.stringify(e)).join('\n') + '\n', 0o600);
+    const keep = (await this.#text(endpointId)).split('\n').filter(Boolean).slice(-this.retention);
+    await atomicWrite(this.#path(endpointId), keep.join('\n') + '\n', 0o600);
     await log.reopen();
     this.#lineCounts.set(endpointId, keep.length);
   }

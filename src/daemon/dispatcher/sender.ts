@@ -1,0 +1,149 @@
+// One webhook attempt over HTTPS: one shared undici Agent with keep-alive, a 10 s limit for the
+// whole attempt (connect, headers and body), no redirects (undici follows none unless told),
+// at most 4096 bytes of the answer read, and the SSRF guard applied where sockets connect.
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import { Agent, buildConnector } from 'undici';
+import { BlockedTargetError, checkLiteralHost, guardedLookup } from './ssrf.js';
+
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+export const MAX_RESPONSE_BYTES = 4096;
+
+export interface AttemptResult {
+  /** HTTP status; 0 when no answer came (connection error, refusal, time-out). */
+  status_code: number;
+  /** At most MAX_RESPONSE_BYTES bytes of the answer's body, or what went wrong. */
+  response: string;
+  success: boolean;
+  duration_ms: number;
+}
+
+export interface SenderOptions {
+  timeoutMs?: number;
+  /** Extra CA certificates (PEM) trusted on top of the built-in ones. */
+  ca?: string[];
+  /** Replaces DNS resolution (tests). */
+  resolve?: Parameters<typeof guardedLookup>[0];
+}
+
+
+/** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */
+export function truncateUtf8(bytes: Buffer, limit: number): string {
+  let text = new TextDecoder('utf-8').decode(bytes.subarray(0, limit), { stream: true });
+  // Invalid bytes decode to U+FFFD (3 bytes each), which can push the text over the limit.
+  while (Buffer.byteLength(text) > limit) text = text.slice(0, -1);
+  return text;
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof BlockedTargetError) return error.message;
+  const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  const inner = err.cause instanceof BlockedTargetError ? err.cause : null;
+  if (inner) return inner.message;
+  const root = err.cause?.message ? err.cause : err;
+  const code = root.code && !root.message.includes(root.code) ? ` (${root.code})` : '';
+  return `connection error: ${root.message}${code}`;
+}
+
+export class WebhookSender {
+  readonly #timeoutMs: number;
+  readonly #secureContext: SecureContext | undefined;
+  readonly #resolve: SenderOptions['resolve'];
+  #agent: Agent | null = null;
+  #agentAllowsPrivate = false;
+
+  constructor(options: SenderOptions = {}) {
+    this.#timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
+    // One context for every connection: building it per connect would parse all roots each time.
+    this.#secureContext = options.ca?.length ? createSecureContext({ ca: [...rootCertificates, ...options.ca] }) : undefined;
+    this.#resolve = options.resolve;
+  }
+
+  /**
+   * Posts `body` to `url` once and reports the outcome; never throws.
+   * @example
+   * const result = await sender.send('https://hooks.example/in', headers, body, false);
+   */
+  async send(url: string, headers: Record<string, string>, body: string, allowPrivate: boolean): Promise<AttemptResult> {
+    const started = performance.now();
+    // undici takes an EventEmitter as abort signal; cheaper than an AbortController per attempt.
+    const abort = new EventEmitter();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.emit('abort');
+    }, this.#timeoutMs);
+    const done = (status_code: number, response: string, success: boolean): AttemptResult => ({
+      status_code,
+      response,
+      success,
+      duration_ms: Math.round(performance.now() - started),
+    });
+    try {
+      const target = new URL(url);
+      const answer = await this.#agentFor(allowPrivate).request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
+        method: 'POST',
+        headers,
+        body,
+        signal: abort,
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of answer.body) {
+        chunks.push(chunk as Buffer);
+        size += (chunk as Buffer).length;
+        // The rest of the body is never read: leaving the loop destroys the stream.
+        if (size >= MAX_RESPONSE_BYTES) break;
+      }
+      answer.body.destroy();
+      const status = answer.statusCode;
+      return done(status, truncateUtf8(Buffer.concat(chunks), MAX_RESPONSE_BYTES), status >= 200 && status < 300);
+    } catch (error) {
+      if (timedOut) {
+        return done(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false);
+      }
+      return done(0, describeError(error), false);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    const agent = this.#agent;
+    this.#agent = null;
+    await agent?.close().catch(() => undefined);
+  }
+
+  /** The one shared agent; replaced (the old one drains) when the private-network policy changes. */
+  #agentFor(allowPrivate: boolean): Agent {
+    if (this.#agent && this.#agentAllowsPrivate === allowPrivate) return this.#agent;
+    void this.#agent?.close().catch(() => undefined);
+    this.#agentAllowsPrivate = allowPrivate;
+    this.#agent = new Agent({
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 60_000,
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
+      connect: this.#connector(allowPrivate),
+    });
+    return this.#agent;
+  }
+
+  #connector(allowPrivate: boolean): buildConnector.connector {
+    const connect = buildConnector({
+      timeout: this.#timeoutMs,
+      ...(this.#secureContext ? { secureContext: this.#secureContext } : {}),
+      ...(allowPrivate ? {} : { lookup: guardedLookup(this.#resolve) as never }),
+    });
+    if (allowPrivate) return connect;
+    return (options, callback) => {
+      // Sockets skip the lookup for a literal IP, so literals are checked here.
+      const refused = checkLiteralHost(options.hostname);
+      if (refused) return callback(refused, null);
+      return connect(options, callback);
+    };
+  }
+}

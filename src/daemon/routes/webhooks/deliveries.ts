@@ -1,0 +1,120 @@
+// An endpoint's delivery log (GET /webhooks/:id/deliveries) and the manual sends: test and
+// redeliver queue a delivery like any other (durable, retried once) and answer with the log
+// entry of its first attempt.
+import { randomUUID } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../../shared/errors.js';
+import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
+import { DeliveriesQuery, DeliveryEntry, RedeliverParams, TestWebhookBody } from '../../../shared/api/webhooks.js';
+import type { DeliveryLogEntry, WebhookRecord } from '../../../store/types.js';
+import type { PublishInput } from '../../dispatcher/bus.js';
+import { DeliveryNotAttempted, RETRY_DELAY_MS } from '../../dispatcher/dispatcher.js';
+import { assertOwnership } from '../../plugins/auth.js';
+
+const tags = ['webhooks'];
+export const DEFAULT_TEST_MESSAGE = 'This is a test webhook from panelctl';
+
+function outcome(entry: DeliveryLogEntry): string {
+  if (entry.success) return `delivered (HTTP ${entry.status_code}) in ${entry.duration_ms} ms`;
+  const why = entry.status_code ? `HTTP ${entry.status_code}` : entry.response;
+  return `attempt failed (${why}); it is retried once in ${RETRY_DELAY_MS / 1000} s`;
+}
+
+export default async function deliveryRoutes(app: FastifyInstance) {
+  /** Queues a manual delivery to one endpoint and waits for its first attempt. */
+  async function sendNow(endpoint: WebhookRecord, input: PublishInput, body?: string): Promise<DeliveryLogEntry> {
+    const deliveryId = randomUUID();
+    const first = app.dispatcher.firstAttempt(deliveryId);
+    try {
+      await app.events.publishTo(endpoint, input, body, deliveryId);
+    } catch (error) {
+      app.dispatcher.forget(deliveryId);
+      first.catch(() => undefined);
+      throw error;
+    }
+    try {
+      return await first;
+    } catch (error) {
+      if (!(error instanceof DeliveryNotAttempted)) throw error;
+      if (error.reason === 'endpoint gone') throw new ApiError('NOT_FOUND', `webhook ${endpoint.id} was removed before the attempt`);
+      if (error.reason === 'not logged') throw new ApiError('STORAGE_UNAVAILABLE', error.message);
+      throw new ApiError('SHUTTING_DOWN', `the delivery was queued but not attempted: ${error.message}`);
+    }
+  }
+
+  app.get<{ Params: IdParam; Querystring: DeliveriesQuery }>(
+    '/webhooks/:id/deliveries',
+    {
+      schema: {
+        tags,
+        summary: "The endpoint's last 100 delivery attempts, newest first",
+        security,
+        params: IdParam,
+        querystring: DeliveriesQuery,
+        response: { 200: EnvelopeOf(Type.Array(DeliveryEntry)), ...errorResponses(400, 401, 403, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      const { limit = 100, success } = request.query;
+      let entries = await app.store.deliveryLog.list(id);
+      if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
+      // Entries recorded without request_headers (seeded, or older builds) show an empty set.
+      return ok(entries.slice(0, limit).map((entry) => ({ ...entry, request_headers: entry.request_headers ?? {} })));
+    },
+  );
+
+  app.post<{ Params: IdParam; Body: TestWebhookBody }>(
+    '/webhooks/:id/test',
+    {
+      // The body is optional: an absent one is an empty object.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: {
+        tags,
+        summary: 'Send a webhook.test event now (also to an inactive endpoint); answers with the first attempt',
+        security,
+        params: IdParam,
+        body: TestWebhookBody,
+        response: { 200: EnvelopeOf(DeliveryEntry), ...errorResponses(400, 401, 403, 404, 422, 503) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const endpoint = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      const message = request.body.message ?? DEFAULT_TEST_MESSAGE;
+      const entry = await sendNow(endpoint, { event: 'webhook.test', data: { message }, owner_id: endpoint.user_id });
+      return ok(entry, `test ${outcome(entry)}`);
+    },
+  );
+
+  app.post<{ Params: RedeliverParams }>(
+    '/webhooks/:id/deliveries/:entry_id/redeliver',
+    {
+      schema: {
+        tags,
+        summary: "Send a logged attempt's payload again as a new delivery; answers with its first attempt",
+        security,
+        params: RedeliverParams,
+        response: { 200: EnvelopeOf(DeliveryEntry), ...errorResponses(400, 401, 403, 404, 503) },
+      },
+    },
+    async (request) => {
+      const { id, entry_id: entryId } = request.params;
+      const endpoint = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      const original = await app.store.deliveryLog.get(id, entryId);
+      if (!original) throw new ApiError('NOT_FOUND', `delivery log entry ${entryId} of webhook ${id} not found (only the last 100 are kept)`);
+      const payload = original.payload as { data?: Record<string, unknown> };
+      // The same payload bytes (original timestamp included), under a new delivery id.
+      const entry = await sendNow(
+        endpoint,
+        { event: original.event, data: payload?.data ?? {}, owner_id: endpoint.user_id },
+        JSON.stringify(original.payload),
+      );
+      return ok(entry, `redelivery ${outcome(entry)}`);
+    },
+  );
+}

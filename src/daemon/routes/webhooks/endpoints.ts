@@ -1,0 +1,177 @@
+// Webhook endpoints: POST/GET /webhooks, GET/PUT/DELETE /webhooks/:id. Owner-scoped (another
+// customer's endpoint is 403; admins manage all). The secret is stored to sign deliveries and
+// never leaves the daemon.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../../shared/errors.js';
+import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
+import { normaliseEventList } from '../../../shared/events.js';
+import {
+  CreateWebhookBody,
+  DeletedWebhook,
+  ListWebhooksQuery,
+  UpdateWebhookBody,
+  WebhookEndpoint,
+} from '../../../shared/api/webhooks.js';
+import type { WebhookRecord } from '../../../store/types.js';
+import { privateTargetsAllowed } from '../../dispatcher/plugin.js';
+import { blockedLiteral } from '../../dispatcher/ssrf.js';
+import { assertOwnership, principalOf } from '../../plugins/auth.js';
+
+const tags = ['webhooks'];
+
+/** The endpoint as the API shows it: everything but the secret. */
+export function endpointView(record: WebhookRecord): WebhookEndpoint {
+  const { id, user_id, url, events, active, created_at, updated_at } = record;
+  return { id, user_id, url, events, active, created_at, updated_at };
+}
+
+/** 422 unless `raw` is an absolute https: URL whose host is not a blocked literal address. */
+export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise<string> {
+  const value = raw.trim();
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ApiError('VALIDATION_FAILED', 'url: must be an absolute https: URL');
+  }
+  if (url.protocol !== 'https:') throw new ApiError('VALIDATION_FAILED', `url: must use the https: scheme, not ${url.protocol}`);
+  if (!url.hostname) throw new ApiError('VALIDATION_FAILED', 'url: must name a host');
+  const blocked = blockedLiteral(url);
+  if (blocked && !(await privateTargetsAllowed(app))) {
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `url: ${blocked.address} is a ${blocked.reason} address; webhook targets in private networks are not allowed ` +
+        '(admin setting webhook_allow_private_networks)',
+    );
+  }
+  return value;
+}
+
+function checkEvents(raw: string): string {
+  const result = normaliseEventList(raw);
+  if ('error' in result) throw new ApiError('VALIDATION_FAILED', result.error);
+  return result.value;
+}
+
+export default async function endpointRoutes(app: FastifyInstance) {
+  app.post<{ Body: CreateWebhookBody }>(
+    '/webhooks',
+    {
+      schema: {
+        tags,
+        summary: 'Register a webhook endpoint',
+        security,
+        body: CreateWebhookBody,
+        response: { 201: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 422, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { url, secret, events, active = true } = request.body;
+      const record = {
+        user_id: principalOf(request).userId,
+        url: await checkTargetUrl(app, url),
+        secret,
+        events: checkEvents(events),
+        active,
+        created_at: new Date(app.clock()).toISOString(),
+        updated_at: '',
+      };
+      record.updated_at = record.created_at;
+      const created = await app.store.webhooks.insert(record);
+      reply.code(201);
+      return ok(endpointView(created), 'webhook endpoint created');
+    },
+  );
+
+  app.get<{ Querystring: ListWebhooksQuery }>(
+    '/webhooks',
+    {
+      schema: {
+        tags,
+        summary: "The caller's endpoints (admins: `user_id` for a user's, `all` for everyone's)",
+        security,
+        querystring: ListWebhooksQuery,
+        response: { 200: EnvelopeOf(Type.Array(WebhookEndpoint)), ...errorResponses(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { user_id: userId, all } = request.query;
+      const admin = principal.role === 'admin';
+      if ((all || (userId !== undefined && userId !== principal.userId)) && !admin) {
+        throw new ApiError('FORBIDDEN', "only admins may list other users' webhook endpoints");
+      }
+      const owner = userId ?? principal.userId;
+      const records = await app.store.webhooks.list(all ? undefined : (w) => w.user_id === owner);
+      return ok(records.sort((a, b) => a.id - b.id).map(endpointView));
+    },
+  );
+
+  app.get<{ Params: IdParam }>(
+    '/webhooks/:id',
+    {
+      schema: {
+        tags,
+        summary: 'One endpoint',
+        security,
+        params: IdParam,
+        response: { 200: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      return ok(endpointView(assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id)));
+    },
+  );
+
+  app.put<{ Params: IdParam; Body: UpdateWebhookBody }>(
+    '/webhooks/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Change an endpoint (partial: any of url, events, active, secret)',
+        security,
+        params: IdParam,
+        body: UpdateWebhookBody,
+        response: { 200: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 403, 404, 422, 503) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      const { url, secret, events, active } = request.body;
+      if (url === undefined && secret === undefined && events === undefined && active === undefined) {
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret');
+      }
+      const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
+      if (url !== undefined) patch.url = await checkTargetUrl(app, url);
+      if (events !== undefined) patch.events = checkEvents(events);
+      if (secret !== undefined) patch.secret = secret;
+      if (active !== undefined) patch.active = active;
+      const updated = await app.store.webhooks.update(id, patch);
+      if (!updated) throw new ApiError('NOT_FOUND', `webhook ${id} not found`);
+      return ok(endpointView(updated), secret !== undefined ? 'webhook endpoint updated; secret rotated' : 'webhook endpoint updated');
+    },
+  );
+
+  app.delete<{ Params: IdParam }>(
+    '/webhooks/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an endpoint with its delivery log; its pending deliveries are dropped',
+        security,
+        params: IdParam,
+        response: { 200: EnvelopeOf(DeletedWebhook), ...errorResponses(400, 401, 403, 404, 503) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      if (!(await app.store.webhooks.remove(id))) throw new ApiError('NOT_FOUND', `webhook ${id} not found`);
+      await app.store.deliveryLog.removeEndpoint(id);
+      return ok({ id }, 'webhook endpoint deleted');
+    },
+  );
+}

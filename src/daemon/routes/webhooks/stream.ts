@@ -1,0 +1,91 @@
+// GET /webhooks/deliveries/stream: every new delivery log entry of the caller's endpoints (an
+// admin's: all) as Server-Sent Events, `event: delivery`, `id: <entry id>`, `data: <entry>`.
+// A reconnect with Last-Event-ID first gets the recent entries it missed. Streams end when the
+// daemon closes, so they never hold a shutdown open.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { SECURITY as security, errorResponses } from '../../../shared/envelope.js';
+import { StreamQuery } from '../../../shared/api/webhooks.js';
+import type { DeliveryLogEntry } from '../../../store/types.js';
+import { assertOwnership, principalOf } from '../../plugins/auth.js';
+
+export const KEEPALIVE_MS = 15_000;
+/** A client this far behind is cut off rather than buffered for without bound. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+export function sseFrame(entry: DeliveryLogEntry): string {
+  return `event: delivery\nid: ${entry.id}\ndata: ${JSON.stringify(entry)}\n\n`;
+}
+
+export default async function streamRoutes(app: FastifyInstance) {
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of open) end();
+  });
+
+  app.get<{ Querystring: StreamQuery }>(
+    '/webhooks/deliveries/stream',
+    {
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Live delivery log entries as Server-Sent Events (`event: delivery`, `id`, `data` the entry JSON)',
+        security,
+        querystring: StreamQuery,
+        response: {
+          200: {
+            description: 'text/event-stream: one `delivery` event per new attempt; a `: keepalive` comment every 15 s',
+            content: { 'text/event-stream': { schema: Type.String() } },
+          },
+          ...errorResponses(400, 401, 403, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const endpointId = request.query.endpoint_id;
+      if (endpointId !== undefined) assertOwnership(request, await app.store.webhooks.get(endpointId), 'webhook', endpointId);
+      const seesAll = principal.role === 'admin';
+      const wanted = (entry: DeliveryLogEntry, ownerId: number) =>
+        endpointId !== undefined ? entry.endpoint_id === endpointId : seesAll || ownerId === principal.userId;
+
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      let ended = false;
+      let unsubscribe = () => {};
+      let keepalive: NodeJS.Timeout | undefined;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(keepalive);
+        unsubscribe();
+        open.delete(end);
+        res.end();
+      };
+      const write = (text: string) => {
+        if (ended) return;
+        res.write(text);
+        if (res.writableLength > MAX_BUFFERED_BYTES) end();
+      };
+      write(': connected\n\n');
+      const lastEventId = Number(request.headers['last-event-id']);
+      if (Number.isSafeInteger(lastEventId) && lastEventId > 0) {
+        for (const { entry, ownerId } of app.dispatcher.entriesSince(lastEventId)) if (wanted(entry, ownerId)) write(sseFrame(entry));
+      }
+      unsubscribe = app.dispatcher.onEntry((entry, ownerId) => {
+        if (wanted(entry, ownerId)) write(sseFrame(entry));
+      });
+      keepalive = setInterval(() => write(': keepalive\n\n'), KEEPALIVE_MS);
+      keepalive.unref();
+      if (ended) return end();
+      open.add(end);
+      res.on('close', end);
+      res.on('error', end);
+    },
+  );
+}

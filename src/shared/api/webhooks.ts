@@ -1,0 +1,107 @@
+// Schemas of webhook endpoints and their delivery log, shared by the daemon (validation,
+// serialisation, docs), the CLI and the TUI (types). The secret is accepted, never returned.
+import { Type, type Static } from '@sinclair/typebox';
+import { Timestamp } from '../envelope.js';
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute https: URL the events are POSTed to' });
+const Secret = Type.String({ minLength: 1, maxLength: 1024, description: 'Key of the HMAC-SHA256 signature; never returned' });
+const Events = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description: '`*` or comma-separated event names from GET /events/types (spaces around commas ignored)',
+});
+
+export const WebhookEndpoint = Type.Object(
+  {
+    id: Type.Integer(),
+    user_id: Type.Integer({ description: 'The owner' }),
+    url: Type.String(),
+    events: Type.String({ description: '`*` or normalised comma-separated event names' }),
+    active: Type.Boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'WebhookEndpoint' },
+);
+export type WebhookEndpoint = Static<typeof WebhookEndpoint>;
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: Url,
+    secret: Secret,
+    events: Events,
+    active: Type.Optional(Type.Boolean({ default: true, description: 'Default true' })),
+  },
+  { additionalProperties: false },
+);
+export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
+
+export const UpdateWebhookBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    secret: Type.Optional(Type.String({ ...Secret, description: 'A new secret (rotation); later attempts, retries included, are signed with it' })),
+    events: Type.Optional(Events),
+    active: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, description: 'Any of the fields; the others stay as they are' },
+);
+export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
+
+export const ListWebhooksQuery = Type.Object(
+  {
+    user_id: Type.Optional(Type.Integer({ minimum: 1, description: "Admins: that user's endpoints" })),
+    all: Type.Optional(Type.Boolean({ description: "Admins: every user's endpoints" })),
+  },
+  { additionalProperties: false },
+);
+export type ListWebhooksQuery = Static<typeof ListWebhooksQuery>;
+
+export const DeliveryEntry = Type.Object(
+  {
+    id: Type.Integer({ description: 'Unique id of the attempt' }),
+    event: Type.String(),
+    payload: Type.Unknown({ description: 'The JSON payload that was sent: { event, timestamp, data }' }),
+    status_code: Type.Integer({ description: 'HTTP status of the answer; 0 on connection error, refusal or time-out' }),
+    response: Type.String({ description: 'At most 4096 bytes of the answer body, or what went wrong' }),
+    success: Type.Boolean(),
+    duration_ms: Type.Integer(),
+    created_at: Timestamp,
+    attempt: Type.Integer({ minimum: 1, maximum: 2 }),
+    delivery_id: Type.String({ format: 'uuid', description: 'X-Webhook-Delivery, the same on both attempts' }),
+    endpoint_id: Type.Integer(),
+    request_headers: Type.Record(Type.String(), Type.String(), { description: 'The headers sent' }),
+  },
+  { $id: 'DeliveryEntry' },
+);
+export type DeliveryEntry = Static<typeof DeliveryEntry>;
+
+export const DeliveriesQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100, description: 'At most this many entries' })),
+    success: Type.Optional(Type.Boolean({ description: 'Only successful (true) or failed (false) attempts' })),
+  },
+  { additionalProperties: false },
+);
+export type DeliveriesQuery = Static<typeof DeliveriesQuery>;
+
+export const TestWebhookBody = Type.Object(
+  {
+    message: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: "The test payload's data.message" })),
+  },
+  { additionalProperties: false, description: 'Optional; the body may be left out' },
+);
+export type TestWebhookBody = Static<typeof TestWebhookBody>;
+
+export const RedeliverParams = Type.Object({
+  id: Type.Integer({ minimum: 1, description: 'Endpoint id' }),
+  entry_id: Type.Integer({ minimum: 1, description: 'Delivery log entry id' }),
+});
+export type RedeliverParams = Static<typeof RedeliverParams>;
+
+export const StreamQuery = Type.Object(
+  { endpoint_id: Type.Optional(Type.Integer({ minimum: 1, description: "Only this endpoint's entries" })) },
+  { additionalProperties: false },
+);
+export type StreamQuery = Static<typeof StreamQuery>;
+
+export const DeletedWebhook = Type.Object({ id: Type.Integer() });

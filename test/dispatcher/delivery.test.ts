@@ -1,0 +1,318 @@
+// Deliveries as a receiver sees them: a real daemon posting to real HTTPS receivers on loopback
+// (trusted through NODE_EXTRA_CA_CERTS), with the signature checked by an independent verifier.
+import { verify } from '@octokit/webhooks-methods';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { SITE, customer, endpoint, entries, publish, sleep, startWorld, waitForEntries, type World } from './fixtures.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe.concurrent('webhook delivery', () => {
+  let tls: ReceiverTls;
+  let world: World;
+  const receivers: Receiver[] = [];
+
+  async function receiver(...args: Parameters<typeof startReceiver> extends [unknown, ...infer R] ? R : never) {
+    const r = await startReceiver(tls, ...args);
+    receivers.push(r);
+    return r;
+  }
+
+  beforeAll(async () => {
+    tls = await makeReceiverTls();
+    world = await startWorld(tls);
+  });
+  afterAll(async () => {
+    await world?.daemon.dispose();
+    await Promise.all(receivers.map((r) => r.close()));
+    await tls?.dispose();
+  });
+
+  it('posts the payload with exactly the specified headers, signed over the exact body bytes', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver();
+    const id = await endpoint(world, token, { url: hook.url, secret: 'whsec-exact-bytes', events: 'site.created' });
+    const before = Date.now();
+    expect(await publish(world, 'site.created', SITE, ownerId)).toBe(1);
+    const [request] = await hook.waitFor(1);
+
+    expect(request.method).toBe('POST');
+    expect(request.path).toBe('/hook');
+    const { host, connection, 'content-length': length, ...rest } = request.headers;
+    expect(host).toBe(`127.0.0.1:${hook.port}`);
+    expect(connection).toBe('keep-alive');
+    expect(Number(length)).toBe(Buffer.byteLength(request.body));
+    expect(rest).toEqual({
+      'content-type': 'application/json',
+      'user-agent': 'Panel-WebPanel-Webhook/1.0',
+      'x-webhook-event': 'site.created',
+      'x-webhook-signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/),
+      'x-webhook-delivery': expect.stringMatching(UUID),
+    });
+    expect(await verify('whsec-exact-bytes', request.body, rest['x-webhook-signature'] as string)).toBe(true);
+    expect(await verify('another-secret', request.body, rest['x-webhook-signature'] as string)).toBe(false);
+
+    const payload = JSON.parse(request.body);
+    expect(Object.keys(payload)).toEqual(['event', 'timestamp', 'data']);
+    expect(payload.event).toBe('site.created');
+    expect(payload.data).toEqual(SITE);
+    expect(payload.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+    expect(Date.parse(payload.timestamp)).toBeGreaterThanOrEqual(before - 1000);
+
+    const [entry] = await waitForEntries(world, token, id, 1);
+    expect(entry).toEqual({
+      id: expect.any(Number),
+      event: 'site.created',
+      payload,
+      status_code: 200,
+      response: 'ok',
+      success: true,
+      duration_ms: expect.any(Number),
+      created_at: expect.stringMatching(/Z$/),
+      attempt: 1,
+      delivery_id: rest['x-webhook-delivery'],
+      endpoint_id: id,
+      request_headers: {
+        'Content-Type': 'application/json',
+        'User-Agent': 'Panel-WebPanel-Webhook/1.0',
+        'X-Webhook-Event': 'site.created',
+        'X-Webhook-Signature': rest['x-webhook-signature'],
+        'X-Webhook-Delivery': rest['x-webhook-delivery'],
+      },
+    });
+    expect(Number.isInteger(entry.duration_ms)).toBe(true);
+  });
+
+  it('retries a failed delivery once, 2 s after the failure, with the same delivery id, and never a third time', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver(() => ({ status: 500, body: 'receiver broke' }));
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [first, second] = await hook.waitFor(2, 10_000);
+    const gap = second.at - first.at;
+    expect(gap).toBeGreaterThanOrEqual(1500);
+    expect(gap).toBeLessThanOrEqual(2500);
+    expect(second.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
+    expect(second.body).toBe(first.body);
+    expect(second.headers['x-webhook-signature']).toBe(first.headers['x-webhook-signature']);
+
+    const log = await waitForEntries(world, token, id, 2);
+    expect(log.map((e) => [e.attempt, e.success, e.status_code, e.response])).toEqual([
+      [2, false, 500, 'receiver broke'],
+      [1, false, 500, 'receiver broke'],
+    ]);
+    await sleep(3000);
+    expect(hook.requests).toHaveLength(2);
+    expect(await entries(world, token, id)).toHaveLength(2);
+  });
+
+  it('succeeds on the retry when the receiver recovers, signing the retry with the rotated secret', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver((_request, index) => (index === 0 ? { status: 503 } : { status: 204, body: '' }));
+    const id = await endpoint(world, token, { url: hook.url, secret: 'old-secret', events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [first] = await hook.waitFor(1);
+    expect(await verify('old-secret', first.body, first.headers['x-webhook-signature'] as string)).toBe(true);
+    const rotated = await world.daemon.request('PUT', `/webhooks/${id}`, { token, body: { secret: 'new-secret' } });
+    expect(rotated.status).toBe(200);
+    expect(JSON.stringify(rotated.body)).not.toContain('new-secret');
+
+    const [, second] = await hook.waitFor(2, 10_000);
+    expect(second.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
+    expect(await verify('new-secret', second.body, second.headers['x-webhook-signature'] as string)).toBe(true);
+    const log = await waitForEntries(world, token, id, 2);
+    expect(log.map((e) => [e.attempt, e.success, e.status_code])).toEqual([
+      [2, true, 204],
+      [1, false, 503],
+    ]);
+  });
+
+  it('counts a receiver that answers after 12 s as failed at about 10 s', { timeout: 40_000 }, async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver((_request, index) => (index === 0 ? { delayMs: 12_000 } : {}));
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [first] = await hook.waitFor(1);
+    const [, second] = await hook.waitFor(2, 16_000);
+    // Failure at ~10 s, retry 2 s later: the second request comes ~12 s after the first.
+    expect(second.at - first.at).toBeGreaterThanOrEqual(11_500);
+    expect(second.at - first.at).toBeLessThan(13_500);
+    const log = await waitForEntries(world, token, id, 2);
+    const attempt1 = log.find((e) => e.attempt === 1);
+    expect(attempt1).toMatchObject({ success: false, status_code: 0, response: expect.stringMatching(/timed out/) });
+    expect(attempt1.duration_ms).toBeGreaterThanOrEqual(9_900);
+    expect(attempt1.duration_ms).toBeLessThan(11_000);
+    expect(log.find((e) => e.attempt === 2)).toMatchObject({ success: true, status_code: 200 });
+  });
+
+  it('stores at most 4096 bytes of a large answer and does not read an endless one', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const big = await receiver(() => ({ body: 'é'.repeat(100_000) })); // 200 KB of two-byte characters
+    const endless = await receiver(() => ({ endless: true }));
+    const bigId = await endpoint(world, token, { url: big.url, events: 'site.created' });
+    const endlessId = await endpoint(world, token, { url: endless.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [bigEntry] = await waitForEntries(world, token, bigId, 1);
+    expect(bigEntry.success).toBe(true);
+    expect(Buffer.byteLength(bigEntry.response)).toBeLessThanOrEqual(4096);
+    expect(Buffer.byteLength(bigEntry.response)).toBeGreaterThanOrEqual(4094);
+    expect(bigEntry.response).toMatch(/^é+$/);
+
+    const [endlessEntry] = await waitForEntries(world, token, endlessId, 1, 5_000);
+    expect(endlessEntry).toMatchObject({ success: true, status_code: 200 });
+    expect(endlessEntry.duration_ms).toBeLessThan(3_000);
+    expect(Buffer.byteLength(endlessEntry.response)).toBe(4096);
+    expect(endless.requests).toHaveLength(1);
+  });
+
+  it('does not follow redirects: a 3xx is a failed attempt', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const target = await receiver();
+    const hook = await receiver(() => ({ status: 307, headers: { location: target.url } }));
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [first] = await waitForEntries(world, token, id, 1);
+    expect(first).toMatchObject({ success: false, status_code: 307 });
+    expect(target.requests).toHaveLength(0);
+  });
+
+  it('keeps the last 100 attempts of 105, newest first', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver();
+    const id = await endpoint(world, token, { url: hook.url, events: 'domain.created' });
+    for (let batch = 0; batch < 105; batch += 15) {
+      await Promise.all(
+        Array.from({ length: 15 }, (_, i) => publish(world, 'domain.created', { domain_id: batch + i + 1, name: `d${batch + i + 1}.test` }, ownerId)),
+      );
+    }
+    await hook.waitFor(105);
+    // One shared agent with keep-alive: connections are reused, at most one per slot.
+    expect(hook.connections()).toBeLessThanOrEqual(8);
+    const deadline = Date.now() + 10_000;
+    let log: any[] = [];
+    while (Date.now() < deadline) {
+      log = await entries(world, token, id);
+      const seen = new Set(log.map((e) => e.payload.data.domain_id));
+      if (log.length === 100 && seen.size === 100 && log.every((e) => e.success)) break;
+      await sleep(100);
+    }
+    expect(log).toHaveLength(100);
+    const ids = log.map((e) => e.id);
+    expect([...ids].sort((a, b) => b - a)).toEqual(ids);
+    // The five oldest attempts are gone. Up to 8 attempts run at once, so the order in which
+    // they were recorded may differ from the order of arrival by a few places.
+    const received = hook.requests.map((r) => r.headers['x-webhook-delivery'] as string);
+    const kept = new Set(log.map((e) => e.delivery_id));
+    const dropped = received.filter((id) => !kept.has(id));
+    expect(kept.size).toBe(100);
+    expect(dropped).toHaveLength(5);
+    for (const id of dropped) expect(received.slice(0, 15)).toContain(id);
+    expect(received.slice(-10)).toContain(log[0].delivery_id);
+
+    const limited = await world.daemon.request('GET', `/webhooks/${id}/deliveries?limit=3&success=true`, { token });
+    expect(limited.body.data.map((e: any) => e.id)).toEqual(ids.slice(0, 3));
+  });
+
+  it('sends nothing to inactive or unsubscribed endpoints', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const subscribed = await receiver();
+    const inactive = await receiver();
+    const other = await receiver();
+    const subscribedId = await endpoint(world, token, { url: subscribed.url, events: 'domain.deleted , site.created' });
+    const inactiveId = await endpoint(world, token, { url: inactive.url, events: '*', active: false });
+    const otherId = await endpoint(world, token, { url: other.url, events: 'domain.created,site.deleted' });
+    expect(await publish(world, 'site.created', SITE, ownerId)).toBe(1);
+    await subscribed.waitFor(1);
+    await waitForEntries(world, token, subscribedId, 1);
+    await sleep(500);
+    expect(inactive.requests).toHaveLength(0);
+    expect(other.requests).toHaveLength(0);
+    expect(await entries(world, token, inactiveId)).toEqual([]);
+    expect(await entries(world, token, otherId)).toEqual([]);
+
+    // Re-activated, it receives the next event.
+    expect((await world.daemon.request('PUT', `/webhooks/${inactiveId}`, { token, body: { active: true } })).status).toBe(200);
+    expect(await publish(world, 'site.created', SITE, ownerId)).toBe(2);
+    await inactive.waitFor(1);
+  });
+
+  it("never sends one customer's events to another customer; admins' endpoints get every customer's", async () => {
+    const a = await customer(world);
+    const b = await customer(world);
+    const [hookA, hookB, hookAdmin] = await Promise.all([receiver(), receiver(), receiver()]);
+    await endpoint(world, a.token, { url: hookA.url });
+    await endpoint(world, b.token, { url: hookB.url });
+    const adminId = await endpoint(world, world.admin, { url: hookAdmin.url, events: 'subscription.created' });
+    expect(await publish(world, 'subscription.created', { subscription_id: 1, main_domain: 'a.test' }, a.id)).toBe(2);
+    expect(await publish(world, 'site.created', SITE, a.id)).toBe(1);
+    await hookA.waitFor(2);
+    await hookAdmin.waitFor(1);
+    await sleep(500);
+    expect(hookB.requests).toHaveLength(0);
+    expect(JSON.parse(hookAdmin.requests[0].body).data.main_domain).toBe('a.test');
+    // A panel-wide event (no owner) reaches admins only.
+    expect(await publish(world, 'subscription.created', { subscription_id: 2, main_domain: 'panel.test' }, null)).toBe(1);
+    await hookAdmin.waitFor(2);
+    await world.daemon.request('DELETE', `/webhooks/${adminId}`, { token: world.admin });
+  });
+
+  it('sends a test to an inactive endpoint and answers with the first attempt; a failed test is retried', async () => {
+    const { token } = await customer(world);
+    const hook = await receiver((_request, index) => (index === 0 ? { status: 500, body: 'not yet' } : {}));
+    const id = await endpoint(world, token, { url: hook.url, secret: 'test-secret-x', events: 'site.created', active: false });
+    const answer = await world.daemon.request('POST', `/webhooks/${id}/test`, { token, body: { message: 'hello there' } });
+    expect(answer.status).toBe(200);
+    expect(answer.body.data).toMatchObject({ event: 'webhook.test', attempt: 1, success: false, status_code: 500, response: 'not yet', endpoint_id: id });
+    expect(answer.body.data.payload).toMatchObject({ event: 'webhook.test', data: { message: 'hello there' } });
+    expect(answer.body.message).toMatch(/retried/);
+    const [first, second] = await hook.waitFor(2, 10_000);
+    expect(first.headers['x-webhook-event']).toBe('webhook.test');
+    expect(second.headers['x-webhook-delivery']).toBe(answer.body.data.delivery_id);
+    expect(await verify('test-secret-x', first.body, first.headers['x-webhook-signature'] as string)).toBe(true);
+
+    // No body at all: the default message.
+    const plain = await world.daemon.request('POST', `/webhooks/${id}/test`, { token });
+    expect(plain.status).toBe(200);
+    expect(plain.body.data).toMatchObject({ success: true, status_code: 200 });
+    expect(typeof plain.body.data.payload.data.message).toBe('string');
+  });
+
+  it('redelivers a logged payload byte for byte as a new delivery', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver();
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.deleted' });
+    await publish(world, 'site.deleted', SITE, ownerId);
+    const [original] = await waitForEntries(world, token, id, 1);
+    const again = await world.daemon.request('POST', `/webhooks/${id}/deliveries/${original.id}/redeliver`, { token });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ attempt: 1, success: true, event: 'site.deleted', payload: original.payload });
+    expect(again.body.data.delivery_id).not.toBe(original.delivery_id);
+    const [first, second] = await hook.waitFor(2);
+    expect(second.body).toBe(first.body);
+    expect(second.headers['x-webhook-delivery']).toBe(again.body.data.delivery_id);
+
+    const missing = await world.daemon.request('POST', `/webhooks/${id}/deliveries/123/redeliver`, { token });
+    expect(missing.status).toBe(404);
+    const other = await customer(world);
+    const forbidden = await world.daemon.request('POST', `/webhooks/${id}/deliveries/${original.id}/redeliver`, { token: other.token });
+    expect(forbidden.status).toBe(403);
+  });
+
+  it('keeps a slow receiver to its own slots: other endpoints are delivered meanwhile', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const slow = await receiver(() => ({ delayMs: 3_000 }));
+    const fast = await receiver();
+    await endpoint(world, token, { url: slow.url, events: 'email.created' });
+    const fastId = await endpoint(world, token, { url: fast.url, events: 'email.created' });
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => publish(world, 'email.created', { mailbox_id: i + 1, email: `m${i}@x.test` }, ownerId)),
+    );
+    await fast.waitFor(20);
+    await waitForEntries(world, token, fastId, 20);
+    // The slow receiver's first answers take 3 s, so it cannot have seen more than its 8 slots yet.
+    expect(slow.requests.length).toBeLessThanOrEqual(8);
+    await slow.waitFor(20, 20_000);
+    expect(slow.maxConcurrent()).toBeLessThanOrEqual(8);
+    expect(slow.maxConcurrent()).toBeGreaterThan(1);
+  });
+});

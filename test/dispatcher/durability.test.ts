@@ -1,0 +1,105 @@
+// Deliveries survive the daemon: a retry pending at SIGKILL is made after the restart (not
+// earlier than 2 s after the failure, same X-Webhook-Delivery), an attempt cut off by SIGKILL is
+// made again, and SIGTERM lets an attempt in flight finish and does not wait on open streams.
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForExit } from '../helpers/daemon.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { customer, endpoint, entries, publish, sleep, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
+
+describe.concurrent('deliveries across daemon restarts', () => {
+  let tls: ReceiverTls;
+  const cleanup: Array<() => Promise<unknown>> = [];
+
+  beforeAll(async () => {
+    tls = await makeReceiverTls();
+  });
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => undefined);
+    await tls?.dispose();
+  });
+
+  async function setUp(): Promise<{ world: World; hook: Receiver }> {
+    const [world, hook] = await Promise.all([startWorld(tls), startReceiver(tls)]);
+    cleanup.push(() => hook.close(), () => world.daemon.dispose());
+    return { world, hook };
+  }
+
+  it('makes a retry pending at SIGKILL after the restart, with the same delivery id', { timeout: 60_000 }, async () => {
+    const { world, hook } = await setUp();
+    hook.handle((_request, index) => (index === 0 ? { status: 500, body: 'down' } : {}));
+    const { id: ownerId, token } = await customer(world);
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [first] = await hook.waitFor(1);
+    await waitForEntries(world, token, id, 1);
+    await world.daemon.kill();
+    const killedAt = Date.now();
+    expect(killedAt - first.at).toBeLessThan(1_500); // the retry was still pending
+
+    const restarted = await world.daemon.restart();
+    cleanup.push(() => restarted.dispose());
+    const again: World = { daemon: restarted, admin: await restarted.login() };
+    const [, retry] = await hook.waitFor(2, 15_000);
+    expect(retry.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
+    expect(retry.body).toBe(first.body);
+    expect(retry.at - first.at).toBeGreaterThanOrEqual(1_900);
+    const log = await waitForEntries(again, token, id, 2);
+    expect(log.map((e) => [e.attempt, e.success])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
+    expect(hook.requests).toHaveLength(2);
+  });
+
+  it('makes an attempt cut off by SIGKILL again after the restart', { timeout: 60_000 }, async () => {
+    const { world, hook } = await setUp();
+    hook.handle((_request, index) => (index === 0 ? { delayMs: 60_000 } : {}));
+    const { id: ownerId, token } = await customer(world);
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    const [first] = await hook.waitFor(1);
+    await world.daemon.kill();
+    const restarted = await world.daemon.restart();
+    cleanup.push(() => restarted.dispose());
+    const [, second] = await hook.waitFor(2, 15_000);
+    expect(second.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
+    const log = await waitForEntries({ daemon: restarted, admin: '' }, token, id, 1);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ attempt: 1, success: true, delivery_id: first.headers['x-webhook-delivery'] });
+  });
+
+  it('on SIGTERM lets the attempt in flight finish, ends open streams and exits 0', { timeout: 60_000 }, async () => {
+    const { world, hook } = await setUp();
+    hook.handle(() => ({ delayMs: 1_500 }));
+    const { id: ownerId, token } = await customer(world);
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+
+    const agent = new Agent({ connect: { ca: world.daemon.ca } });
+    const stream = await request(`${world.daemon.url}/api/v1/webhooks/deliveries/stream`, {
+      headers: { authorization: `Bearer ${token}` },
+      dispatcher: agent,
+    });
+    expect(stream.statusCode).toBe(200);
+    const streamText = stream.body.text();
+
+    await publish(world, 'site.created', SITE, ownerId);
+    await hook.waitFor(1);
+    const stopping = Date.now();
+    world.daemon.proc.kill('SIGTERM');
+    const code = await waitForExit(world.daemon.proc);
+    expect(code).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(8_000);
+    // The stream ended (it did not hold the shutdown open) after carrying the finished attempt.
+    expect(await streamText).toMatch(/event: delivery\n/);
+    await agent.destroy();
+
+    const restarted = await world.daemon.restart();
+    cleanup.push(() => restarted.dispose());
+    const log = await entries({ daemon: restarted, admin: '' }, token, id);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ attempt: 1, success: true, status_code: 200 });
+    await sleep(500);
+    expect(hook.requests).toHaveLength(1);
+  });
+});

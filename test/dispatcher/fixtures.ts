@@ -1,0 +1,83 @@
+// Shared set-up of the dispatcher tests: a real daemon trusting the receivers' certificate,
+// customers, endpoints, published events, and polling of delivery logs.
+import { expect } from 'vitest';
+import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import type { ReceiverTls } from '../helpers/receiver.js';
+
+export interface World {
+  daemon: TestDaemon;
+  admin: string;
+}
+
+export async function startWorld(tls: ReceiverTls, options: { allowPrivate?: boolean; dataDir?: string } = {}): Promise<World> {
+  const daemon = await startDaemon({
+    dataDir: options.dataDir,
+    args: options.allowPrivate === false ? [] : ['--allow-private-webhooks'],
+    env: { NODE_EXTRA_CA_CERTS: tls.caFile },
+  });
+  const admin = await daemon.login();
+  // These tests make many requests and sign in many customers: request-rate limits (variant A)
+  // would answer 429 and hide what is being tested. Login failure lockout stays on.
+  const settings = await daemon.request('PUT', '/admin/settings', { token: admin, body: { rate_limit_mode: 'lockout' } });
+  expect(settings.status, settings.text).toBe(200);
+  return { daemon, admin };
+}
+
+let customers = 0;
+
+/** Creates a customer and signs in as them. */
+export async function customer(world: World): Promise<{ id: number; token: string }> {
+  const email = `customer${++customers}-${process.pid}@example.test`;
+  const password = 'customer-password-1';
+  const created = await world.daemon.request('POST', '/admin/users', {
+    token: world.admin,
+    body: { email, name: 'Customer', password, role: 'customer' },
+  });
+  expect(created.status, created.text).toBe(201);
+  return { id: created.body.data.id, token: await world.daemon.login(email, password) };
+}
+
+export interface EndpointInput {
+  url: string;
+  secret?: string;
+  events?: string;
+  active?: boolean;
+}
+
+export async function endpoint(world: World, token: string, input: EndpointInput): Promise<number> {
+  const created = await world.daemon.request('POST', '/webhooks', {
+    token,
+    body: { secret: 'test-secret', events: '*', ...input },
+  });
+  expect(created.status, created.text).toBe(201);
+  return created.body.data.id;
+}
+
+export async function publish(world: World, event: string, data: Record<string, unknown>, ownerId: number | null): Promise<number> {
+  const result = await world.daemon.request('POST', '/admin/events', { token: world.admin, body: { event, data, owner_id: ownerId } });
+  expect(result.status, result.text).toBe(200);
+  return result.body.data.deliveries;
+}
+
+export async function entries(world: World, token: string, endpointId: number): Promise<any[]> {
+  const result = await world.daemon.request('GET', `/webhooks/${endpointId}/deliveries`, { token });
+  expect(result.status, result.text).toBe(200);
+  return result.body.data;
+}
+
+/** Polls an endpoint's log until it holds at least `count` entries. */
+export async function waitForEntries(world: World, token: string, endpointId: number, count: number, timeoutMs = 20_000): Promise<any[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await entries(world, token, endpointId);
+    if (list.length >= count) return list;
+    if (Date.now() > deadline) throw new Error(`endpoint ${endpointId} has ${list.length} of ${count} log entries after ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export const SITE = { site_id: 7, domain: 'example.org' };

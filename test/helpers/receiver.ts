@@ -1,0 +1,176 @@
+// Real HTTPS webhook receivers on 127.0.0.1 for tests: a self-signed certificate (SAN localhost,
+// 127.0.0.1, ::1) written to a CA file the daemon trusts through NODE_EXTRA_CA_CERTS, and servers
+// that record every request (raw body bytes, headers, arrival time) and answer as a test says.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import selfsigned from 'selfsigned';
+
+export interface ReceiverTls {
+  cert: string;
+  key: string;
+  /** A PEM file holding the certificate, for NODE_EXTRA_CA_CERTS. */
+  caFile: string;
+  dispose(): Promise<void>;
+}
+
+/** Creates the receivers' certificate and its CA file. */
+export async function makeReceiverTls(): Promise<ReceiverTls> {
+  const pems = selfsigned.generate([{ name: 'commonName', value: 'panelctl test receiver' }], {
+    keySize: 2048,
+    days: 2,
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true },
+      { name: 'keyUsage', keyCertSign: true, digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+          { type: 7, ip: '::1' },
+        ],
+      },
+    ],
+  });
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-receiver-'));
+  const caFile = join(dir, 'ca.pem');
+  await writeFile(caFile, pems.cert);
+  return { cert: pems.cert, key: pems.private, caFile, dispose: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The exact body bytes as text. */
+  body: string;
+  /** Date.now() when the request had fully arrived. */
+  at: number;
+}
+
+export interface Reply {
+  status?: number;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Wait this long before answering. */
+  delayMs?: number;
+  /** Send the body start, then keep the response open, trickling bytes, never ending it. */
+  endless?: boolean;
+}
+
+export type Handler = (request: ReceivedRequest, index: number) => Reply;
+
+export interface Receiver {
+  /** https://127.0.0.1:PORT/hook */
+  url: string;
+  port: number;
+  requests: ReceivedRequest[];
+  /** The highest number of requests it was handling at once. */
+  maxConcurrent(): number;
+  /** How many TLS connections were opened to it (keep-alive reuses them). */
+  connections(): number;
+  /** Replaces how it answers (default: 200 "ok"). */
+  handle(handler: Handler): void;
+  /** Resolves once `count` requests have arrived (rejects after `timeoutMs`). */
+  waitFor(count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, handler: Handler = () => ({})): Promise<Receiver> {
+  const requests: ReceivedRequest[] = [];
+  const waiters: Array<() => void> = [];
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  let current = handler;
+  let active = 0;
+  let peak = 0;
+  let connections = 0;
+
+  const server: Server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+    active++;
+    peak = Math.max(peak, active);
+    // Counted until the answer is written: the client may start its next request before 'close'.
+    let counted = true;
+    const release = () => {
+      if (counted) active--;
+      counted = false;
+    };
+    res.on('close', release);
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const received: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
+      const index = requests.push(received) - 1;
+      for (const wake of waiters.splice(0)) wake();
+      const reply = current(received, index);
+      const answer = () => {
+        if (res.destroyed) return;
+        res.writeHead(reply.status ?? 200, { 'content-type': 'text/plain', ...reply.headers });
+        if (!reply.endless) {
+          release();
+          res.end(reply.body ?? 'ok');
+          return;
+        }
+        res.write(reply.body ?? 'x'.repeat(8192));
+        const trickle = setInterval(() => (res.destroyed ? clearInterval(trickle) : res.write('x')), 100);
+        timers.add(trickle);
+      };
+      if (reply.delayMs) {
+        const timer = setTimeout(answer, reply.delayMs);
+        timers.add(timer);
+      } else answer();
+    });
+  });
+  server.on('secureConnection', () => connections++);
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+
+  return {
+    url: `https://127.0.0.1:${port}/hook`,
+    port,
+    requests,
+    maxConcurrent: () => peak,
+    connections: () => connections,
+    handle(next) {
+      current = next;
+    },
+    async waitFor(count, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (requests.length < count) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`receiver got ${requests.length} of ${count} requests in ${timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left, 250));
+          waiters.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      return requests.slice(0, count);
+    },
+    async close() {
+      for (const timer of timers) {
+        clearTimeout(timer);
+        clearInterval(timer);
+      }
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
