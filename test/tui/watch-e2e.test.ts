@@ -1,16 +1,14 @@
 // End to end: the BUILT `panelctl watch` in a real terminal (tmux), against a real daemon
 // delivering to real HTTPS receivers on loopback, read back with `tmux capture-pane`.
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
 import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const run = promisify(execFile);
 const TMUX = ['/usr/bin/tmux', '/usr/local/bin/tmux'].find((path) => spawnSync(path, ['-V']).status === 0);
@@ -18,16 +16,6 @@ if (!TMUX) console.warn('skipping the watch end-to-end test: tmux is not install
 
 const COLUMNS = 120;
 const ROWS = 30;
-
-/** A loopback HTTPS receiver that always answers `status`. */
-async function receiver(tls: { cert: string; key: string }, status: number, body: string): Promise<{ url: string; server: Server }> {
-  const server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(status, { 'content-type': 'text/plain' }).end(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, server };
-}
 
 function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
@@ -38,8 +26,9 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
   let socket: string;
   let daemon: TestDaemon;
   let token: string;
-  let ok: { url: string; server: Server };
-  let failing: { url: string; server: Server };
+  let tls: ReceiverTls;
+  let ok: Receiver;
+  let failing: Receiver;
   let okId: number;
   let failId: number;
 
@@ -63,22 +52,11 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'panelctl-watch-e2e-'));
     socket = join(dir, 'tmux.sock');
-    const pems = selfsigned.generate([{ name: 'commonName', value: 'panelctl watch test receiver' }], {
-      keySize: 2048,
-      days: 2,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true },
-        { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] },
-      ],
-    });
-    const caFile = join(dir, 'receiver-ca.pem');
-    await writeFile(caFile, pems.cert);
-    const tls = { cert: pems.cert, key: pems.private };
-    ok = await receiver(tls, 200, 'thanks');
-    failing = await receiver(tls, 500, 'receiver exploded');
+    tls = await makeReceiverTls();
+    ok = await startReceiver(tls, () => ({ status: 200, body: 'thanks' }));
+    failing = await startReceiver(tls, () => ({ status: 500, body: 'receiver exploded' }));
 
-    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: caFile } });
+    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
     token = await daemon.login();
     const create = async (url: string) => {
       const created = await daemon.request('POST', '/webhooks', { token, body: { url, events: '*', secret: 'watch-e2e-secret' } });
@@ -92,8 +70,9 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
   afterAll(async () => {
     if (socket) await tmux('kill-server').catch(() => undefined);
     await daemon?.dispose();
-    ok?.server.close();
-    failing?.server.close();
+    await ok?.close();
+    await failing?.close();
+    await tls?.dispose();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -144,7 +123,9 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
     await tmux('send-keys', '-t', 'watch', 'Enter');
     text = await screenUntil('the detail pane', (t) => t.includes('Headers sent'));
     expect(text).toContain(`Delivery ${retryEntry.delivery_id}`);
-    expect(text).toContain('receiver exploded');
+    expect(text).toContain(`X-Webhook-Delivery: ${retryEntry.delivery_id}`); // the headers sent
+    expect(text).toContain('"message":'); // the payload, pretty
+    expect(text).toContain('receiver exploded'); // the response body
     await tmux('send-keys', '-t', 'watch', 'Escape');
     await screenUntil('the table again', (t) => t.includes('RESULT'));
 
