@@ -5,6 +5,7 @@ import { VERSION } from '../shared/version.js';
 import { Context, type Io } from './context.js';
 import { daemonCommand } from './commands/daemon/index.js';
 import { initCommand } from './commands/init.js';
+import { watchCommand } from './commands/watch.js';
 
 export function buildProgram(io?: Io): { program: Command; ctx: Context } {
   const program = new Command('panelctl');
@@ -23,5 +24,6 @@ export function buildProgram(io?: Io): { program: Command; ctx: Context } {
 
   program.addCommand(initCommand(ctx));
   program.addCommand(daemonCommand(ctx));
+  program.addCommand(watchCommand(ctx));
   return { program, ctx };
 }
