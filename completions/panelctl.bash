@@ -104,7 +104,7 @@ _panelctl_options() {
     '2fa setup') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     '2fa enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     '2fa disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'watch') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'watch') echo '--endpoint --failed -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'completion') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
   esac
 }
@@ -157,7 +157,7 @@ _panelctl_value_options() {
     '2fa setup') echo '--url --token --ca --data-dir' ;;
     '2fa enable') echo '--url --token --ca --data-dir' ;;
     '2fa disable') echo '--url --token --ca --data-dir' ;;
-    'watch') echo '--url --token --ca --data-dir' ;;
+    'watch') echo '--endpoint --url --token --ca --data-dir' ;;
     'completion') echo '--url --token --ca --data-dir' ;;
   esac
 }

@@ -24,10 +24,8 @@ export const TOP_COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Com
   { name: 'users', load: async () => (await import('./commands/users/index.js')).usersCommand },
   { name: 'settings', load: async () => (await import('./commands/settings/index.js')).settingsCommand },
   { name: '2fa', load: async () => (await import('./commands/two-factor/index.js')).twoFactorCommand },
-  // ── watch: owned by the TUI work (src/cli/commands/watch.ts). Replace the next line with
-  //    { name: 'watch', load: async () => (await import('./commands/watch.js')).watchCommand },
-  //    then run `npm run gen:docs` (completions and man page list its options).
-  { name: 'watch', load: async () => (await import('./commands/watch-placeholder.js')).watchPlaceholderCommand },
+  // watch is the TUI's (src/cli/commands/watch.ts); ink and react load only when it runs.
+  { name: 'watch', load: async () => (await import('./commands/watch.js')).watchCommand },
   { name: 'completion', load: async () => (await import('./commands/completion.js')).completionCommand },
 ];
 

@@ -6,6 +6,7 @@ import { TokenService } from './auth/tokens.js';
 import { EventBus } from './dispatcher/bus.js';
 import dispatcherPlugin from './dispatcher/plugin.js';
 import authPlugin from './plugins/auth.js';
+import docsPlugin from './plugins/docs.js';
 import errorsPlugin from './plugins/errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import lockoutPlugin from './plugins/lockout.js';
@@ -79,6 +80,8 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   // Request limits after auth (windows are per user) and before the routes (they hook every route).
   await app.register(rateLimitPlugin);
   await app.register(lockoutPlugin);
+  // Before the routes: the OpenAPI generator collects routes as they are added.
+  await app.register(docsPlugin);
 
   await app.register(
     async (api) => {

@@ -260,9 +260,15 @@ npm run bench -- --quick # shorter runs, same shape
   process.stdout.write(`${table}\n\n${growth}\n`);
 }
 
-await benchApi();
-await benchDispatch();
-results.scaleSmall = await benchScale(100, 1000);
-results.scaleLarge = await benchScale(1000, 10_000);
-await benchCli();
-await report();
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
+const stage = async (name, fn) => {
+  if (only && only !== name) return;
+  await fn();
+  log(`${name}: ${JSON.stringify(results[name] ?? results)}`);
+};
+await stage('api', benchApi);
+await stage('dispatch', benchDispatch);
+await stage('scaleSmall', async () => (results.scaleSmall = await benchScale(100, 1000)));
+await stage('scaleLarge', async () => (results.scaleLarge = await benchScale(1000, 10_000)));
+await stage('cli', benchCli);
+if (!only) await report();

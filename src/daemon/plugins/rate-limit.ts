@@ -24,7 +24,7 @@ declare module 'fastify' {
 export const WINDOW_MS = 60_000;
 const PRUNE_EVERY_MS = 60_000;
 /** Liveness checks (monitoring, `daemon start` waiting for the API) are not counted. */
-const EXEMPT_ROUTES = new Set(['/api/v1/health']);
+export const EXEMPT_ROUTES = new Set(['/api/v1/health']);
 
 const LIMIT_SETTING: Record<LimitScope, keyof Settings> = {
   login: 'rate_limit_login_per_minute',

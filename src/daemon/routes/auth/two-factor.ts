@@ -40,7 +40,7 @@ export default async function twoFactorRoutes(app: FastifyInstance) {
         summary: 'Enable 2FA with a current code for the pending secret',
         security,
         body: TotpCodeBody,
-        response: { 200: EnvelopeOf(TwoFactorState), ...errorResponses(400, 401, 403, 409) },
+        response: { 200: EnvelopeOf(TwoFactorState), ...errorResponses(400, 401, 403, 409, 422) },
       },
     },
     async (request) => {
@@ -70,7 +70,7 @@ export default async function twoFactorRoutes(app: FastifyInstance) {
         summary: 'Disable 2FA with a current code',
         security,
         body: TotpCodeBody,
-        response: { 200: EnvelopeOf(TwoFactorState), ...errorResponses(400, 401, 403, 409) },
+        response: { 200: EnvelopeOf(TwoFactorState), ...errorResponses(400, 401, 403, 409, 422) },
       },
     },
     async (request) => {

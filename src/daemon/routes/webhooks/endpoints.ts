@@ -116,7 +116,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
         summary: 'One endpoint',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 403, 404) },
+        response: { 200: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 403, 404, 422) },
       },
     },
     async (request) => {
@@ -163,7 +163,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
         summary: 'Delete an endpoint with its delivery log; its pending deliveries are dropped',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(DeletedWebhook), ...errorResponses(400, 401, 403, 404, 503) },
+        response: { 200: EnvelopeOf(DeletedWebhook), ...errorResponses(400, 401, 403, 404, 422, 503) },
       },
     },
     async (request) => {

@@ -2,6 +2,7 @@
 // admin's: all) as Server-Sent Events, `event: delivery`, `id: <entry id>`, `data: <entry>`.
 // A reconnect with Last-Event-ID first gets the recent entries it missed. Streams end when the
 // daemon closes, so they never hold a shutdown open.
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { SECURITY as security, errorResponses } from '../../../shared/envelope.js';
@@ -36,7 +37,7 @@ export default async function streamRoutes(app: FastifyInstance) {
             description: 'text/event-stream: one `delivery` event per new attempt; a `: keepalive` comment every 15 s',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
-          ...errorResponses(400, 401, 403, 404),
+          ...errorResponses(400, 401, 403, 404, 422),
         },
       },
     },
@@ -50,7 +51,9 @@ export default async function streamRoutes(app: FastifyInstance) {
 
       reply.hijack();
       const res = reply.raw;
+      // Headers hooks already set (the limiter's X-RateLimit-*) go out too: hijack bypasses reply.send.
       res.writeHead(200, {
+        ...(reply.getHeaders() as OutgoingHttpHeaders),
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',
         connection: 'keep-alive',
