@@ -1,14 +1,17 @@
 // The CLI's HTTP client: talks to the daemon as any API client would, over HTTPS verified
 // against the data directory's certificate (or --ca), never with verification turned off.
+// Errors become one line with a hint (connection refused, certificate, 401, 403).
 import { readFileSync } from 'node:fs';
-import { Agent, request, type Dispatcher } from 'undici';
-import { exitCodeForStatus } from '../shared/errors.js';
+import type { Dispatcher } from 'undici';
+import { EXIT, exitCodeForStatus } from '../shared/errors.js';
 import type { Envelope } from '../shared/envelope.js';
 import { CliError } from './errors.js';
 
 export interface ClientOptions {
   baseUrl: string;
   token?: string;
+  /** Where the token came from, for the hint on a 401: a flag or variable, or the stored login. */
+  tokenSource?: 'flag' | 'stored';
   /** Path of a PEM CA file to trust for the daemon's certificate. */
   caFile?: string;
   timeoutMs?: number;
@@ -21,9 +24,21 @@ export class ApiRequestError extends CliError {
     readonly error: string,
     message: string,
     envelope: unknown,
+    hint?: string,
   ) {
-    super(message, exitCodeForStatus(status), envelope);
+    super(hint ? `${message}. ${hint}` : message, exitCodeForStatus(status), envelope);
   }
+}
+
+/** What to do about an error answer, in one sentence (or nothing when the message says it all). */
+export function hintFor(status: number, error: string, tokenSource: ClientOptions['tokenSource'] | undefined): string | undefined {
+  if (status === 401 && error === 'not authenticated') {
+    return tokenSource === 'flag' ? 'Check --token / PANELCTL_TOKEN, or run panelctl login' : 'Run panelctl login';
+  }
+  if (status === 403 && error === 'jwt required') return 'This command needs a login session, not an API key: run panelctl login';
+  if (status === 403) return 'Your account may not do this (admins only, or another customer owns it)';
+  if (status === 429 && error === 'too_many_attempts') return 'Too many failed attempts from this address: wait, then try again';
+  return undefined;
 }
 
 const CERT_ERRORS = new Set([
@@ -44,80 +59,119 @@ export function describeConnectionError(error: unknown, baseUrl: string): string
   if (CERT_ERRORS.has(code)) {
     return `TLS certificate of ${baseUrl} not trusted (${code}): pass the daemon's certificate with --ca FILE (default: DATA_DIR/tls/cert.pem)`;
   }
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT') return `the daemon at ${baseUrl} did not answer in time`;
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'ETIMEDOUT') return `the daemon at ${baseUrl} did not answer in time`;
   return `cannot reach the daemon at ${baseUrl}: ${err.cause?.message ?? err.message}`;
 }
 
-export class ApiClient {
-  readonly #dispatcher: Dispatcher;
+/**
+ * One request and its whole answer over node:https (node:http for an http:// URL), verified
+ * against `ca` when given. One-shot calls do not use undici: its WASM HTTP parser is compiled
+ * on first use, which alone costs more than node's whole start-up, and every command pays it
+ * (decision in docs/decisions/cli.md). Streams, where start-up does not matter, use undici.
+ */
+async function requestOnce(
+  url: URL,
+  options: { method: string; headers: Record<string, string>; body?: string; ca?: string; timeoutMs: number },
+): Promise<{ statusCode: number; text: string }> {
+  const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
+  return new Promise((resolve, reject) => {
+    const request = transport.request(
+      url,
+      { method: options.method, headers: options.headers, ...(options.ca ? { ca: options.ca } : {}), timeout: options.timeoutMs },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => resolve({ statusCode: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    request.on('timeout', () => request.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    request.on('error', reject);
+    request.end(options.body);
+  });
+}
 
-  constructor(readonly options: ClientOptions) {
-    let ca: string | undefined;
-    if (options.caFile) {
+export class ApiClient {
+  #ca: string | undefined | null = null;
+  #dispatcher: Dispatcher | null = null;
+
+  constructor(readonly options: ClientOptions) {}
+
+  /** The CA to trust: the file's PEM, or undefined (system CAs) when there is none. */
+  #caPem(): string | undefined {
+    if (this.#ca === null) {
       try {
-        ca = readFileSync(options.caFile, 'utf8');
+        this.#ca = this.options.caFile ? readFileSync(this.options.caFile, 'utf8') : undefined;
       } catch {
-        ca = undefined; // a missing default CA is fine when the daemon has a publicly trusted certificate
+        this.#ca = undefined; // a missing default CA is fine when the daemon has a publicly trusted certificate
       }
     }
-    this.#dispatcher = new Agent({
-      connect: ca ? { ca } : {},
-      headersTimeout: options.timeoutMs ?? 30_000,
-      bodyTimeout: options.timeoutMs ?? 30_000,
-    });
+    return this.#ca;
   }
 
   get baseUrl(): string {
     return this.options.baseUrl.replace(/\/+$/, '');
   }
 
-  /** Sends a request and returns the envelope's `data`; error answers throw ApiRequestError. */
+  #url(path: string): URL {
+    try {
+      return new URL(`${this.baseUrl}/api/v1${path}`);
+    } catch {
+      throw new CliError(`not a valid daemon URL: "${this.options.baseUrl}" (expected e.g. https://127.0.0.1:3443)`, EXIT.USAGE);
+    }
+  }
+
+  /** Sends a request and returns the envelope; error answers throw ApiRequestError. */
   async call<T>(method: Dispatcher.HttpMethod, path: string, body?: unknown): Promise<Envelope<T>> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let response: Dispatcher.ResponseData;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(payload));
+    }
+    const url = this.#url(path);
+    let response: { statusCode: number; text: string };
     try {
-      response = await request(`${this.baseUrl}/api/v1${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        dispatcher: this.#dispatcher,
-      });
+      response = await requestOnce(url, { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
     } catch (error) {
       throw new CliError(describeConnectionError(error, this.baseUrl));
     }
-    const text = await response.body.text();
     let envelope: Envelope<T>;
     try {
-      envelope = JSON.parse(text) as Envelope<T>;
+      envelope = JSON.parse(response.text) as Envelope<T>;
     } catch {
-      throw new CliError(`unexpected answer from ${this.baseUrl} (HTTP ${response.statusCode}, not JSON)`);
+      throw new CliError(`unexpected answer from ${this.baseUrl} (HTTP ${response.statusCode}, not JSON): is this a panelctl daemon?`);
     }
     if (response.statusCode >= 400) {
-      throw new ApiRequestError(response.statusCode, envelope.error ?? 'error', envelope.message || envelope.error || `HTTP ${response.statusCode}`, envelope);
+      const error = envelope.error ?? 'error';
+      throw new ApiRequestError(
+        response.statusCode,
+        error,
+        envelope.message || error || `HTTP ${response.statusCode}`,
+        envelope,
+        hintFor(response.statusCode, error, this.options.tokenSource),
+      );
     }
     return envelope;
   }
 
-  /** A raw streaming request (Server-Sent Events). */
+  /** A raw streaming request (Server-Sent Events), over undici. */
   async stream(path: string, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = { accept: 'text/event-stream', ...extraHeaders };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    const url = this.#url(path);
+    const { Agent, request } = await import('undici');
+    const ca = this.#caPem();
+    this.#dispatcher ??= new Agent({ connect: ca ? { ca } : {}, headersTimeout: this.options.timeoutMs ?? 30_000 });
     try {
-      return await request(`${this.baseUrl}/api/v1${path}`, {
-        method: 'GET',
-        headers,
-        signal,
-        dispatcher: this.#dispatcher,
-        bodyTimeout: 0,
-      });
+      return await request(url, { method: 'GET', headers, signal, dispatcher: this.#dispatcher, bodyTimeout: 0 });
     } catch (error) {
       throw new CliError(describeConnectionError(error, this.baseUrl));
     }
   }
 
   async close(): Promise<void> {
-    await this.#dispatcher.close();
+    await this.#dispatcher?.close();
   }
 }

@@ -1,13 +1,18 @@
 // What every command needs, created lazily: output streams, global options, the data
 // directory, stored login (conf) and the API client. Commands receive it instead of
-// reaching for process globals, so tests can run them with fake IO.
-import { join } from 'node:path';
+// reaching for process globals, so tests can run them with fake IO. Heavy modules (conf,
+// undici, chalk) are imported only by the paths that use them: `keys list --json` must start
+// about as fast as node itself.
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { homedir } from 'node:os';
 import type { Command } from 'commander';
 import { layout, resolveDataDir, DEFAULT_PORT, DEFAULT_HOST } from '../shared/paths.js';
 import { ApiClient } from './api-client.js';
 import { CliError } from './errors.js';
 import { EXIT } from '../shared/errors.js';
+import type { Ui } from './output.js';
+import { effectiveGlobals } from './global-options.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -20,7 +25,7 @@ export interface GlobalOptions {
 
 export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
 }
@@ -29,20 +34,53 @@ export interface StoredLogin {
   url: string;
   token: string;
   email?: string;
+  /** The CA file trusted at login, so later commands trust the same daemon certificate. */
   ca?: string;
+}
+
+type ConfStore = import('conf').default<{ login?: StoredLogin }>;
+
+/** URLs compare without trailing slashes. */
+export function sameUrl(a: string, b: string): boolean {
+  return a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+}
+
+/** The process's streams, each touched only when used: creating process.stdin is not free. */
+function processIo(): Io {
+  return {
+    get stdout() {
+      return process.stdout;
+    },
+    get stderr() {
+      return process.stderr;
+    },
+    get stdin() {
+      return process.stdin;
+    },
+    env: process.env,
+  };
 }
 
 export class Context {
   #client: ApiClient | null = null;
-  #config: Promise<import('conf').default<{ login?: StoredLogin }>> | null = null;
+  #config: Promise<ConfStore> | null = null;
+  #stored: StoredLogin | undefined | null = null;
+  #ui: Ui | null = null;
+  #action: Command | null = null;
 
   constructor(
     readonly program: Command,
-    readonly io: Io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
+    readonly io: Io = processIo(),
   ) {}
 
+  /** Called before the action runs: global options may follow the command's name too. */
+  setActionCommand(command: Command): void {
+    this.#action = command;
+  }
+
   get globals(): GlobalOptions {
-    return this.program.opts<GlobalOptions>();
+    if (!this.#action) return this.program.opts<GlobalOptions>();
+    return effectiveGlobals(this.program, this.#action) as GlobalOptions;
   }
 
   get env(): NodeJS.ProcessEnv {
@@ -53,18 +91,29 @@ export class Context {
     return Boolean(this.globals.json);
   }
 
+  /** Colours are off with --no-color, a non-empty NO_COLOR, or TERM=dumb (TTY checks are per stream, in Ui). */
+  get colorAllowed(): boolean {
+    if (this.globals.color === false) return false;
+    if (this.env.NO_COLOR) return false;
+    return this.env.TERM !== 'dumb';
+  }
+
   dataDir(): string {
     return resolveDataDir(this.globals.dataDir, this.env);
   }
 
   configDir(): string {
-    if (this.env.PANELCTL_CONFIG_DIR) return this.env.PANELCTL_CONFIG_DIR;
+    if (this.env.PANELCTL_CONFIG_DIR) return resolve(this.env.PANELCTL_CONFIG_DIR);
     const xdg = this.env.XDG_CONFIG_HOME || join(homedir(), '.config');
     return join(xdg, 'panelctl');
   }
 
-  /** The conf store of the login (URL, token), file mode 0600. Imported lazily. */
-  config(): Promise<import('conf').default<{ login?: StoredLogin }>> {
+  configFile(): string {
+    return join(this.configDir(), 'config.json');
+  }
+
+  /** The conf store of the login (URL, token), file mode 0600. Imported only to write. */
+  config(): Promise<ConfStore> {
     this.#config ??= import('conf').then(
       ({ default: Conf }) =>
         new Conf<{ login?: StoredLogin }>({
@@ -77,30 +126,89 @@ export class Context {
     return this.#config;
   }
 
-  async storedLogin(): Promise<StoredLogin | undefined> {
-    return (await this.config()).get('login');
+  /**
+   * The stored login. Read as the plain JSON file conf writes, without loading conf (and its
+   * schema validator): every authenticated command needs it, and startup time matters.
+   */
+  storedLogin(): StoredLogin | undefined {
+    if (this.#stored !== null) return this.#stored;
+    let login: StoredLogin | undefined;
+    try {
+      const parsed = JSON.parse(readFileSync(this.configFile(), 'utf8')) as { login?: StoredLogin };
+      if (parsed.login && typeof parsed.login.url === 'string' && typeof parsed.login.token === 'string') login = parsed.login;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new CliError(`cannot read ${this.configFile()}: ${(error as Error).message}; run panelctl logout to reset it`);
+      }
+    }
+    this.#stored = login;
+    return login;
+  }
+
+  async saveLogin(login: StoredLogin): Promise<void> {
+    const { chmod } = await import('node:fs/promises');
+    const config = await this.config();
+    config.set('login', login);
+    // The directory holds a credential too: nobody else needs to list it.
+    await chmod(this.configDir(), 0o700).catch(() => undefined);
+    this.#stored = login;
+  }
+
+  /** Forgets the stored login; an unreadable config file is removed (it holds nothing else). */
+  async forgetLogin(): Promise<StoredLogin | undefined> {
+    let previous: StoredLogin | undefined;
+    try {
+      previous = this.storedLogin();
+    } catch {
+      const { rm } = await import('node:fs/promises');
+      await rm(this.configFile(), { force: true });
+      this.#stored = undefined;
+      return undefined;
+    }
+    if (previous) (await this.config()).delete('login');
+    this.#stored = undefined;
+    return previous;
   }
 
   /** --url, PANELCTL_URL, the stored login's URL, else the default local daemon. */
-  async baseUrl(): Promise<string> {
+  baseUrl(): string {
     const explicit = this.globals.url ?? this.env.PANELCTL_URL;
-    if (explicit) return explicit;
-    const stored = await this.storedLogin().catch(() => undefined);
-    return stored?.url ?? `https://${DEFAULT_HOST}:${DEFAULT_PORT}`;
+    if (explicit) return explicit.replace(/\/+$/, '');
+    return this.storedLogin()?.url ?? `https://${DEFAULT_HOST}:${DEFAULT_PORT}`;
   }
 
+  /** --ca, PANELCTL_CA, an explicit data directory, the CA stored at login, else the default data directory's certificate. */
   caFile(): string {
-    return this.globals.ca ?? this.env.PANELCTL_CA ?? layout(this.dataDir()).cert;
+    const explicit = this.globals.ca ?? this.env.PANELCTL_CA;
+    if (explicit) return resolve(explicit);
+    if (this.globals.dataDir || this.env.PANEL_DATA_DIR) return layout(this.dataDir()).cert;
+    const stored = this.storedLogin();
+    if (stored?.ca && sameUrl(stored.url, this.baseUrl())) return stored.ca;
+    return layout(this.dataDir()).cert;
   }
 
-  /** An API client with the token from --token, PANELCTL_TOKEN or the stored login. */
-  async client(options: { requireToken?: boolean } = {}): Promise<ApiClient> {
+  /**
+   * The token from --token, PANELCTL_TOKEN, or the stored login. The stored token is sent only
+   * to the URL it was issued by, so `--url` never leaks it to another host.
+   */
+  token(): { token: string; source: 'flag' | 'stored' } | undefined {
+    const explicit = this.globals.token ?? this.env.PANELCTL_TOKEN;
+    if (explicit) return { token: explicit, source: 'flag' };
+    const stored = this.storedLogin();
+    if (stored && sameUrl(stored.url, this.baseUrl())) return { token: stored.token, source: 'stored' };
+    return undefined;
+  }
+
+  /** An API client carrying the caller's token (unless requireToken is false and there is none). */
+  client(options: { requireToken?: boolean } = {}): ApiClient {
     if (this.#client) return this.#client;
-    const token = this.globals.token ?? this.env.PANELCTL_TOKEN ?? (await this.storedLogin().catch(() => undefined))?.token;
+    const token = this.token();
     if (options.requireToken !== false && !token) {
-      throw new CliError('not logged in: run panelctl login (or pass --token / PANELCTL_TOKEN)', EXIT.AUTH);
+      const stored = this.storedLogin();
+      const why = stored ? `the stored login is for ${stored.url}, not ${this.baseUrl()}` : 'not logged in';
+      throw new CliError(`${why}: run panelctl login (or pass --token / PANELCTL_TOKEN)`, EXIT.AUTH);
     }
-    this.#client = new ApiClient({ baseUrl: await this.baseUrl(), token, caFile: this.caFile() });
+    this.#client = new ApiClient({ baseUrl: this.baseUrl(), token: token?.token, tokenSource: token?.source, caFile: this.caFile() });
     return this.#client;
   }
 
@@ -115,6 +223,27 @@ export class Context {
   /** `--json`: only the data, as JSON, on stdout. */
   printJson(data: unknown): void {
     this.io.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
+  }
+
+  /** The human output helpers (colours, tables, spinner), loaded on first use. */
+  async ui(): Promise<Ui> {
+    if (!this.#ui) {
+      const { Ui } = await import('./output.js');
+      this.#ui = new Ui(this);
+    }
+    return this.#ui;
+  }
+
+  /**
+   * The one `--json` switch shared by every command: the data as JSON, or the command's
+   * human view of it.
+   */
+  async render<T>(data: T, human: (ui: Ui, data: T) => void | Promise<void>): Promise<void> {
+    if (this.json) {
+      this.printJson(data);
+      return;
+    }
+    await human(await this.ui(), data);
   }
 
   async readStdin(): Promise<string> {

@@ -12,7 +12,7 @@ function applyExitOverride(command: import('commander').Command): void {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { program, ctx } = buildProgram();
+  const { program, ctx } = await buildProgram({ args: argv.slice(2) });
   applyExitOverride(program);
   program.configureOutput({ outputError: (text, write) => write(text) });
   try {
@@ -20,16 +20,17 @@ export async function run(argv: string[]): Promise<number> {
     return EXIT.OK;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return EXIT.OK;
+      // Commander has printed its message (and help) already.
+      if (['commander.helpDisplayed', 'commander.version'].includes(error.code)) return EXIT.OK;
       return error.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
     if (error instanceof CliError) {
-      if (ctx.json && error.envelope) process.stderr.write(`${JSON.stringify(error.envelope)}\n`);
-      else if (ctx.json) process.stderr.write(`${JSON.stringify({ data: null, error: 'cli error', message: error.message })}\n`);
-      else process.stderr.write(`panelctl: ${error.message}\n`);
+      if (ctx.json && error.envelope) ctx.err(JSON.stringify(error.envelope));
+      else if (ctx.json) ctx.err(JSON.stringify({ data: null, error: 'cli error', message: error.message }));
+      else ctx.err(`panelctl: ${error.message}`);
       return error.exitCode;
     }
-    process.stderr.write(`panelctl: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    ctx.err(`panelctl: unexpected error: ${(error as Error)?.stack ?? String(error)}`);
     return EXIT.ERROR;
   } finally {
     await ctx.close().catch(() => undefined);

@@ -1,29 +1,92 @@
 // The command tree. Kept apart from main.ts so completions and the man page are generated
-// from the very same tree the CLI runs.
+// from the very same tree the CLI runs. Top-level commands are loaded on demand: a run of
+// `panelctl keys list` imports the keys commands only (start-up time is benchmarked), while
+// help, unknown commands and the generators load them all.
 import { Command, Option } from 'commander';
 import { VERSION } from '../shared/version.js';
 import { Context, type Io } from './context.js';
-import { daemonCommand } from './commands/daemon/index.js';
-import { initCommand } from './commands/init.js';
-import { watchCommand } from './commands/watch.js';
+import { acceptGlobalOptions } from './global-options.js';
 
-export function buildProgram(io?: Io): { program: Command; ctx: Context } {
-  const program = new Command('panelctl');
-  const ctx = new Context(program, io);
-  program
+type CommandFactory = (ctx: Context) => Command;
+
+/** Top-level commands in the order help lists them, each with the loader of its module. */
+export const TOP_COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<CommandFactory> }> = [
+  { name: 'init', load: async () => (await import('./commands/init.js')).initCommand },
+  { name: 'daemon', load: async () => (await import('./commands/daemon/index.js')).daemonCommand },
+  { name: 'login', load: async () => (await import('./commands/login.js')).loginCommand },
+  { name: 'logout', load: async () => (await import('./commands/logout.js')).logoutCommand },
+  { name: 'whoami', load: async () => (await import('./commands/whoami.js')).whoamiCommand },
+  { name: 'keys', load: async () => (await import('./commands/keys/index.js')).keysCommand },
+  { name: 'webhooks', load: async () => (await import('./commands/webhooks/index.js')).webhooksCommand },
+  { name: 'events', load: async () => (await import('./commands/events/index.js')).eventsCommand },
+  { name: 'sites', load: async () => (await import('./commands/sites/index.js')).sitesCommand },
+  { name: 'subscriptions', load: async () => (await import('./commands/subscriptions/index.js')).subscriptionsCommand },
+  { name: 'users', load: async () => (await import('./commands/users/index.js')).usersCommand },
+  { name: 'settings', load: async () => (await import('./commands/settings/index.js')).settingsCommand },
+  { name: '2fa', load: async () => (await import('./commands/two-factor/index.js')).twoFactorCommand },
+  // watch is the TUI's (src/cli/commands/watch.ts); ink and react load only when it runs.
+  { name: 'watch', load: async () => (await import('./commands/watch.js')).watchCommand },
+  { name: 'completion', load: async () => (await import('./commands/completion.js')).completionCommand },
+];
+
+function rootCommand(): Command {
+  return (
+    new Command('panelctl')
     .description('manage a hosting panel: API keys, webhooks, delivery logs, and the panelctl daemon')
     .version(VERSION, '-V, --version')
-    .addOption(new Option('--url <url>', 'daemon URL').env('PANELCTL_URL'))
+    .addOption(new Option('--url <url>', 'daemon URL (default: the stored login, else https://127.0.0.1:3443)').env('PANELCTL_URL'))
     .addOption(new Option('--token <token>', 'JWT or API key to authenticate with').env('PANELCTL_TOKEN'))
     .addOption(new Option('--ca <file>', "CA certificate to trust (default: the data directory's tls/cert.pem)").env('PANELCTL_CA'))
     .addOption(new Option('--data-dir <dir>', 'data directory').env('PANEL_DATA_DIR'))
     .option('--json', "print the response's data as JSON on stdout, nothing else")
     .option('--no-color', 'no colours (also NO_COLOR)')
     .showSuggestionAfterError(true)
-    .configureHelp({ sortSubcommands: false, showGlobalOptions: true });
+    .configureHelp({ sortSubcommands: false, showGlobalOptions: true })
+    // Program options are parsed up to the command name only; each command carries hidden
+    // copies of them (see acceptGlobalOptions), so `webhooks create --url` can mean the
+    // webhook's URL while `keys list --json` still works.
+    .enablePositionalOptions()
+  );
+}
 
-  program.addCommand(initCommand(ctx));
-  program.addCommand(daemonCommand(ctx));
-  program.addCommand(watchCommand(ctx));
+/**
+ * The top-level command that `args` (argv without node and script) runs, or null when all
+ * are needed (no command, help, unknown). Skips global options and their values.
+ */
+export function targetCommand(program: Command, args: readonly string[]): string | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') return null;
+    if (arg.startsWith('-')) {
+      if (arg.includes('=')) continue;
+      const option = program.options.find((o) => o.long === arg || o.short === arg);
+      if (option && (option.required || option.optional)) i++;
+      continue;
+    }
+    if (arg === 'help') {
+      const next = args.slice(i + 1).find((a) => !a.startsWith('-'));
+      return next && TOP_COMMANDS.some((c) => c.name === next) ? next : null;
+    }
+    return TOP_COMMANDS.some((c) => c.name === arg) ? arg : null;
+  }
+  return null;
+}
+
+/**
+ * Builds the program. With `args`, only the command they run is loaded (when there is one);
+ * without, the whole tree (for help, completions and the man page).
+ */
+export async function buildProgram(options: { args?: readonly string[]; io?: Io } = {}): Promise<{ program: Command; ctx: Context }> {
+  const program = rootCommand();
+  const ctx = new Context(program, options.io);
+  const target = options.args ? targetCommand(program, options.args) : null;
+  const wanted = target ? TOP_COMMANDS.filter((c) => c.name === target) : TOP_COMMANDS;
+  const factories = await Promise.all(wanted.map((c) => c.load()));
+  for (const factory of factories) {
+    const command = factory(ctx);
+    acceptGlobalOptions(program, command);
+    program.addCommand(command);
+  }
+  program.hook('preAction', (_program, actionCommand) => ctx.setActionCommand(actionCommand));
   return { program, ctx };
 }

@@ -58,15 +58,15 @@ export async function readSecretFromStdin(ctx: Context, what = 'password'): Prom
   return value;
 }
 
-/** For init: stdin with --password-stdin, a hidden prompt on a TTY, else null (generate one). */
-export async function readNewPassword(ctx: Context, fromStdin: boolean): Promise<string | null> {
+/** For init and users create: stdin with --password-stdin, a hidden prompt on a TTY, else null (generate one). */
+export async function readNewPassword(ctx: Context, fromStdin: boolean, question = 'Admin password (empty to generate one): '): Promise<string | null> {
   if (fromStdin) {
     const password = await readSecretFromStdin(ctx);
     if (password.length < 8) throw new CliError('the password must have at least 8 characters', EXIT.USAGE);
     return password;
   }
   if ((ctx.io.stdin as NodeJS.ReadStream).isTTY && (ctx.io.stderr as NodeJS.WriteStream).isTTY) {
-    const password = await promptHidden(ctx, 'Admin password (empty to generate one): ');
+    const password = await promptHidden(ctx, question);
     if (!password) return null;
     if (password.length < 8) throw new CliError('the password must have at least 8 characters', EXIT.USAGE);
     const again = await promptHidden(ctx, 'Repeat it: ');

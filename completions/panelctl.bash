@@ -1,0 +1,333 @@
+# bash completion for panelctl
+# generated from the command tree by `npm run gen:docs` (panelctl completion SHELL prints it); do not edit.
+# Install: source this file from ~/.bashrc, or copy it to
+# /usr/share/bash-completion/completions/panelctl (or ~/.local/share/bash-completion/completions/).
+
+_panelctl_subcommands() {
+  case "$1" in
+    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users settings 2fa watch completion' ;;
+    'init') echo '' ;;
+    'daemon') echo 'start stop status' ;;
+    'daemon start') echo '' ;;
+    'daemon stop') echo '' ;;
+    'daemon status') echo '' ;;
+    'login') echo '' ;;
+    'logout') echo '' ;;
+    'whoami') echo '' ;;
+    'keys') echo 'create list delete' ;;
+    'keys create') echo '' ;;
+    'keys list') echo '' ;;
+    'keys delete') echo '' ;;
+    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver' ;;
+    'webhooks create') echo '' ;;
+    'webhooks list') echo '' ;;
+    'webhooks show') echo '' ;;
+    'webhooks update') echo '' ;;
+    'webhooks enable') echo '' ;;
+    'webhooks disable') echo '' ;;
+    'webhooks delete') echo '' ;;
+    'webhooks test') echo '' ;;
+    'webhooks deliveries') echo '' ;;
+    'webhooks redeliver') echo '' ;;
+    'events') echo 'types emit' ;;
+    'events types') echo '' ;;
+    'events emit') echo '' ;;
+    'sites') echo 'list create delete' ;;
+    'sites list') echo '' ;;
+    'sites create') echo '' ;;
+    'sites delete') echo '' ;;
+    'subscriptions') echo 'list create suspend' ;;
+    'subscriptions list') echo '' ;;
+    'subscriptions create') echo '' ;;
+    'subscriptions suspend') echo '' ;;
+    'users') echo 'list create delete' ;;
+    'users list') echo '' ;;
+    'users create') echo '' ;;
+    'users delete') echo '' ;;
+    'settings') echo 'get set' ;;
+    'settings get') echo '' ;;
+    'settings set') echo '' ;;
+    '2fa') echo 'setup enable disable' ;;
+    '2fa setup') echo '' ;;
+    '2fa enable') echo '' ;;
+    '2fa disable') echo '' ;;
+    'watch') echo '' ;;
+    'completion') echo '' ;;
+  esac
+}
+
+_panelctl_options() {
+  case "$1" in
+    '') echo '-V --version --url --token --ca --data-dir --json --no-color -h --help' ;;
+    'init') echo '--email --name --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon start') echo '--foreground --host --port --no-tls --tls-cert --tls-key --allow-private-webhooks --log-level -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon stop') echo '--timeout -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon status') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'login') echo '--email --password-stdin --totp -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'logout') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'whoami') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'keys') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'keys create') echo '--expires-at --expires-in -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'keys list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'keys delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks show') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks test') echo '--message --no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks deliveries') echo '-f --follow --failed -n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks redeliver') echo '--no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'events') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'events types') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'events emit') echo '--owner --data -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'sites') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'sites list') echo '--subscription -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'sites create') echo '--subscription -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'sites delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'subscriptions') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'subscriptions list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'subscriptions create') echo '--customer --domain --default -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'subscriptions suspend') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'users') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'users list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'users create') echo '--email --name --role --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'users delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'settings') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'settings get') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'settings set') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    '2fa') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    '2fa setup') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    '2fa enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    '2fa disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'watch') echo '--endpoint --failed -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'completion') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+  esac
+}
+
+_panelctl_value_options() {
+  case "$1" in
+    '') echo '--url --token --ca --data-dir' ;;
+    'init') echo '--email --name --url --token --ca --data-dir' ;;
+    'daemon') echo '--url --token --ca --data-dir' ;;
+    'daemon start') echo '--host --port --tls-cert --tls-key --log-level --url --token --ca --data-dir' ;;
+    'daemon stop') echo '--timeout --url --token --ca --data-dir' ;;
+    'daemon status') echo '--url --token --ca --data-dir' ;;
+    'login') echo '--email --totp --url --token --ca --data-dir' ;;
+    'logout') echo '--url --token --ca --data-dir' ;;
+    'whoami') echo '--url --token --ca --data-dir' ;;
+    'keys') echo '--url --token --ca --data-dir' ;;
+    'keys create') echo '--expires-at --expires-in --url --token --ca --data-dir' ;;
+    'keys list') echo '--url --token --ca --data-dir' ;;
+    'keys delete') echo '--url --token --ca --data-dir' ;;
+    'webhooks') echo '--url --token --ca --data-dir' ;;
+    'webhooks create') echo '--url --events --secret --token --ca --data-dir' ;;
+    'webhooks list') echo '--url --token --ca --data-dir' ;;
+    'webhooks show') echo '--url --token --ca --data-dir' ;;
+    'webhooks update') echo '--url --events --token --ca --data-dir' ;;
+    'webhooks enable') echo '--url --token --ca --data-dir' ;;
+    'webhooks disable') echo '--url --token --ca --data-dir' ;;
+    'webhooks delete') echo '--url --token --ca --data-dir' ;;
+    'webhooks test') echo '--message --url --token --ca --data-dir' ;;
+    'webhooks deliveries') echo '-n --limit --url --token --ca --data-dir' ;;
+    'webhooks redeliver') echo '--url --token --ca --data-dir' ;;
+    'events') echo '--url --token --ca --data-dir' ;;
+    'events types') echo '--url --token --ca --data-dir' ;;
+    'events emit') echo '--owner --data --url --token --ca --data-dir' ;;
+    'sites') echo '--url --token --ca --data-dir' ;;
+    'sites list') echo '--subscription --url --token --ca --data-dir' ;;
+    'sites create') echo '--subscription --url --token --ca --data-dir' ;;
+    'sites delete') echo '--url --token --ca --data-dir' ;;
+    'subscriptions') echo '--url --token --ca --data-dir' ;;
+    'subscriptions list') echo '--url --token --ca --data-dir' ;;
+    'subscriptions create') echo '--customer --domain --url --token --ca --data-dir' ;;
+    'subscriptions suspend') echo '--url --token --ca --data-dir' ;;
+    'users') echo '--url --token --ca --data-dir' ;;
+    'users list') echo '--url --token --ca --data-dir' ;;
+    'users create') echo '--email --name --role --url --token --ca --data-dir' ;;
+    'users delete') echo '--url --token --ca --data-dir' ;;
+    'settings') echo '--url --token --ca --data-dir' ;;
+    'settings get') echo '--url --token --ca --data-dir' ;;
+    'settings set') echo '--url --token --ca --data-dir' ;;
+    '2fa') echo '--url --token --ca --data-dir' ;;
+    '2fa setup') echo '--url --token --ca --data-dir' ;;
+    '2fa enable') echo '--url --token --ca --data-dir' ;;
+    '2fa disable') echo '--url --token --ca --data-dir' ;;
+    'watch') echo '--endpoint --url --token --ca --data-dir' ;;
+    'completion') echo '--url --token --ca --data-dir' ;;
+  esac
+}
+
+# _panelctl_reply KIND WORDS: fills COMPREPLY for the current word (read line by line: no globbing).
+_panelctl_reply() {
+  local kind="$1" words="$2" cur="${COMP_WORDS[COMP_CWORD]}" prefix="" line
+  case "$kind" in
+    file) while IFS= read -r line; do COMPREPLY+=("$line"); done < <(compgen -f -- "$cur") ;;
+    dir) while IFS= read -r line; do COMPREPLY+=("$line"); done < <(compgen -d -- "$cur") ;;
+    list)
+      if [[ "$cur" == *,* ]]; then prefix="${cur%,*},"; cur="${cur##*,}"; fi
+      while IFS= read -r line; do COMPREPLY+=("$prefix$line"); done < <(compgen -W "$words" -- "$cur")
+      compopt -o nospace 2>/dev/null
+      ;;
+    *) while IFS= read -r line; do COMPREPLY+=("$line"); done < <(compgen -W "$words" -- "$cur") ;;
+  esac
+}
+
+_panelctl_option_value() {
+  case "$1|$2" in
+    '|--ca') _panelctl_reply file '' ;;
+    '|--data-dir') _panelctl_reply dir '' ;;
+    'init|--ca') _panelctl_reply file '' ;;
+    'init|--data-dir') _panelctl_reply dir '' ;;
+    'daemon|--ca') _panelctl_reply file '' ;;
+    'daemon|--data-dir') _panelctl_reply dir '' ;;
+    'daemon start|--tls-cert') _panelctl_reply file '' ;;
+    'daemon start|--tls-key') _panelctl_reply file '' ;;
+    'daemon start|--log-level') _panelctl_reply words 'fatal error warn info debug' ;;
+    'daemon start|--ca') _panelctl_reply file '' ;;
+    'daemon start|--data-dir') _panelctl_reply dir '' ;;
+    'daemon stop|--ca') _panelctl_reply file '' ;;
+    'daemon stop|--data-dir') _panelctl_reply dir '' ;;
+    'daemon status|--ca') _panelctl_reply file '' ;;
+    'daemon status|--data-dir') _panelctl_reply dir '' ;;
+    'login|--ca') _panelctl_reply file '' ;;
+    'login|--data-dir') _panelctl_reply dir '' ;;
+    'logout|--ca') _panelctl_reply file '' ;;
+    'logout|--data-dir') _panelctl_reply dir '' ;;
+    'whoami|--ca') _panelctl_reply file '' ;;
+    'whoami|--data-dir') _panelctl_reply dir '' ;;
+    'keys|--ca') _panelctl_reply file '' ;;
+    'keys|--data-dir') _panelctl_reply dir '' ;;
+    'keys create|--ca') _panelctl_reply file '' ;;
+    'keys create|--data-dir') _panelctl_reply dir '' ;;
+    'keys list|--ca') _panelctl_reply file '' ;;
+    'keys list|--data-dir') _panelctl_reply dir '' ;;
+    'keys delete|--ca') _panelctl_reply file '' ;;
+    'keys delete|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks|--ca') _panelctl_reply file '' ;;
+    'webhooks|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks create|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks create|--ca') _panelctl_reply file '' ;;
+    'webhooks create|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks list|--ca') _panelctl_reply file '' ;;
+    'webhooks list|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks show|--ca') _panelctl_reply file '' ;;
+    'webhooks show|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks update|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks update|--ca') _panelctl_reply file '' ;;
+    'webhooks update|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks enable|--ca') _panelctl_reply file '' ;;
+    'webhooks enable|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks disable|--ca') _panelctl_reply file '' ;;
+    'webhooks disable|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks delete|--ca') _panelctl_reply file '' ;;
+    'webhooks delete|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks test|--ca') _panelctl_reply file '' ;;
+    'webhooks test|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks deliveries|--ca') _panelctl_reply file '' ;;
+    'webhooks deliveries|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks redeliver|--ca') _panelctl_reply file '' ;;
+    'webhooks redeliver|--data-dir') _panelctl_reply dir '' ;;
+    'events|--ca') _panelctl_reply file '' ;;
+    'events|--data-dir') _panelctl_reply dir '' ;;
+    'events types|--ca') _panelctl_reply file '' ;;
+    'events types|--data-dir') _panelctl_reply dir '' ;;
+    'events emit|--ca') _panelctl_reply file '' ;;
+    'events emit|--data-dir') _panelctl_reply dir '' ;;
+    'sites|--ca') _panelctl_reply file '' ;;
+    'sites|--data-dir') _panelctl_reply dir '' ;;
+    'sites list|--ca') _panelctl_reply file '' ;;
+    'sites list|--data-dir') _panelctl_reply dir '' ;;
+    'sites create|--ca') _panelctl_reply file '' ;;
+    'sites create|--data-dir') _panelctl_reply dir '' ;;
+    'sites delete|--ca') _panelctl_reply file '' ;;
+    'sites delete|--data-dir') _panelctl_reply dir '' ;;
+    'subscriptions|--ca') _panelctl_reply file '' ;;
+    'subscriptions|--data-dir') _panelctl_reply dir '' ;;
+    'subscriptions list|--ca') _panelctl_reply file '' ;;
+    'subscriptions list|--data-dir') _panelctl_reply dir '' ;;
+    'subscriptions create|--ca') _panelctl_reply file '' ;;
+    'subscriptions create|--data-dir') _panelctl_reply dir '' ;;
+    'subscriptions suspend|--ca') _panelctl_reply file '' ;;
+    'subscriptions suspend|--data-dir') _panelctl_reply dir '' ;;
+    'users|--ca') _panelctl_reply file '' ;;
+    'users|--data-dir') _panelctl_reply dir '' ;;
+    'users list|--ca') _panelctl_reply file '' ;;
+    'users list|--data-dir') _panelctl_reply dir '' ;;
+    'users create|--role') _panelctl_reply words 'admin customer' ;;
+    'users create|--ca') _panelctl_reply file '' ;;
+    'users create|--data-dir') _panelctl_reply dir '' ;;
+    'users delete|--ca') _panelctl_reply file '' ;;
+    'users delete|--data-dir') _panelctl_reply dir '' ;;
+    'settings|--ca') _panelctl_reply file '' ;;
+    'settings|--data-dir') _panelctl_reply dir '' ;;
+    'settings get|--ca') _panelctl_reply file '' ;;
+    'settings get|--data-dir') _panelctl_reply dir '' ;;
+    'settings set|--ca') _panelctl_reply file '' ;;
+    'settings set|--data-dir') _panelctl_reply dir '' ;;
+    '2fa|--ca') _panelctl_reply file '' ;;
+    '2fa|--data-dir') _panelctl_reply dir '' ;;
+    '2fa setup|--ca') _panelctl_reply file '' ;;
+    '2fa setup|--data-dir') _panelctl_reply dir '' ;;
+    '2fa enable|--ca') _panelctl_reply file '' ;;
+    '2fa enable|--data-dir') _panelctl_reply dir '' ;;
+    '2fa disable|--ca') _panelctl_reply file '' ;;
+    '2fa disable|--data-dir') _panelctl_reply dir '' ;;
+    'watch|--ca') _panelctl_reply file '' ;;
+    'watch|--data-dir') _panelctl_reply dir '' ;;
+    'completion|--ca') _panelctl_reply file '' ;;
+    'completion|--data-dir') _panelctl_reply dir '' ;;
+    *) return 1 ;;
+  esac
+}
+
+_panelctl_arg_value() {
+  case "$1|$2" in
+    'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks' ;;
+    'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks' ;;
+    'completion|0') _panelctl_reply words 'bash zsh fish' ;;
+    *) return 1 ;;
+  esac
+}
+
+_panelctl() {
+  local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="" word sub npos=0 skip=0 i
+  COMPREPLY=()
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    word="${COMP_WORDS[i]}"
+    if ((skip)); then skip=0; continue; fi
+    case "$word" in
+      --*=*) continue ;;
+      -*)
+        if [[ " $(_panelctl_value_options "$path") " == *" $word "* ]]; then skip=1; prev="$word"; fi
+        continue ;;
+    esac
+    if ((npos == 0)) && [[ " $(_panelctl_subcommands "$path") " == *" $word "* ]]; then
+      path="${path:+$path }$word"
+    else
+      npos=$((npos + 1))
+    fi
+  done
+  if ((skip)); then
+    _panelctl_option_value "$path" "$prev" && return 0
+    return 0
+  fi
+  if [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "$(_panelctl_options "$path")" -- "$cur"))
+    return 0
+  fi
+  sub="$(_panelctl_subcommands "$path")"
+  if [[ -n "$sub" ]] && ((npos == 0)); then
+    COMPREPLY=($(compgen -W "$sub" -- "$cur"))
+    return 0
+  fi
+  _panelctl_arg_value "$path" "$npos" && return 0
+  return 0
+}
+
+complete -F _panelctl panelctl

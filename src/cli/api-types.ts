@@ -1,0 +1,59 @@
+// The API shapes the CLI reads (CONTRACT sections 3-4, hosting-panel-api.md section 2). Types
+// only: the daemon's TypeBox schemas validate; the CLI shows what it gets.
+export type { DeliveryLogEntry } from '../store/types.js';
+export type { UserDetail, User, LoginResult } from '../shared/api/users.js';
+
+export interface ApiKey {
+  id: number;
+  name: string;
+  key_prefix: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  created_at: string;
+}
+
+/** The create answer: the only time the full key is seen. */
+export interface CreatedApiKey extends ApiKey {
+  key: string;
+}
+
+export interface WebhookEndpoint {
+  id: number;
+  url: string;
+  events: string;
+  active: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Site {
+  id: number;
+  subscription_id: number;
+  domain: string;
+  created_at: string;
+}
+
+export interface Subscription {
+  id: number;
+  customer_id: number;
+  main_domain: string;
+  is_default: boolean;
+  status: string;
+  created_at: string;
+  updated_at?: string;
+}
+
+export interface EventTypeInfo {
+  name: string;
+  description: string;
+  fields: Record<string, 'integer' | 'string'>;
+}
+
+export interface TwoFactorSetup {
+  secret: string;
+  otpauth_url: string;
+}
+
+export interface Deleted {
+  id: number;
+}

@@ -1,0 +1,53 @@
+// Parsing command-line values at the edge: a bad value is a usage error (exit 2) naming the
+// flag, before any request is sent.
+import { InvalidArgumentError } from 'commander';
+
+/** A positive integer id, for commander's argument/option parsers. */
+export function parseId(value: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(value.trim())) throw new InvalidArgumentError(`expected a positive integer id, got "${value}"`);
+  return Number(value.trim());
+}
+
+/** A positive integer count (e.g. --limit). */
+export function parseCount(value: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(value.trim())) throw new InvalidArgumentError(`expected a positive integer, got "${value}"`);
+  return Number(value.trim());
+}
+
+const UNIT_MS: Record<string, number> = {
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+  y: 365 * 86_400_000,
+};
+
+/** `30d`, `12h`, `90m`, `2w`, `1y` (also combined: `1d12h`) → milliseconds. */
+export function parseDuration(value: string): number {
+  const text = value.trim().toLowerCase();
+  const parts = [...text.matchAll(/(\d+)\s*([smhdwy])/g)];
+  if (!text || parts.map((p) => p[0]).join('') !== text.replace(/\s+/g, '')) {
+    throw new InvalidArgumentError(`expected a duration such as 30d, 12h, 90m, 2w or 1y, got "${value}"`);
+  }
+  const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * UNIT_MS[unit], 0);
+  if (ms <= 0) throw new InvalidArgumentError(`the duration must be longer than zero, got "${value}"`);
+  return ms;
+}
+
+/** RFC 3339 date-time with an explicit offset (`Z` or `+02:00`). */
+export function parseRfc3339(value: string): string {
+  const text = value.trim();
+  const rfc3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+  if (!rfc3339.test(text) || Number.isNaN(Date.parse(text))) {
+    throw new InvalidArgumentError(`expected an RFC 3339 time such as 2030-01-31T00:00:00Z, got "${value}"`);
+  }
+  return text;
+}
+
+/** `key=value` pairs of --data. */
+export function parseKeyValue(value: string, previous: Array<[string, string]> = []): Array<[string, string]> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`expected key=value, got "${value}"`);
+  return [...previous, [value.slice(0, eq).trim(), value.slice(eq + 1)]];
+}

@@ -1,0 +1,40 @@
+// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive]`.
+import { Command } from 'commander';
+import type { WebhookEndpoint } from '../../api-types.js';
+import type { Context } from '../../context.js';
+import { resolveSecret, warnSecretShownOnce, type SecretOptions } from './secret.js';
+import { showEndpoint } from './view.js';
+
+export interface WebhooksCreateOptions extends SecretOptions {
+  url: string;
+  events: string;
+  inactive?: boolean;
+}
+
+export function webhooksCreateCommand(ctx: Context): Command {
+  return new Command('create')
+    .description('register a webhook endpoint')
+    .requiredOption('--url <url>', 'URL (https://) that receives the POSTs')
+    .requiredOption('--events <events>', '"*" or a comma-separated list of event names (see panelctl events types)')
+    .option('--secret <secret>', 'signing secret (visible to other users in ps: prefer --secret-stdin)')
+    .option('--secret-stdin', 'read the signing secret from the first line of standard input')
+    .option('--generate-secret', 'generate a random signing secret and print it once')
+    .option('--inactive', 'create it inactive (it receives no events until enabled)')
+    .action(async (options: WebhooksCreateOptions) => webhooksCreateRun(ctx, options));
+}
+
+export async function webhooksCreateRun(ctx: Context, options: WebhooksCreateOptions): Promise<void> {
+  const secret = (await resolveSecret(ctx, options, true))!;
+  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive };
+  const { data } = await ctx.client().call<WebhookEndpoint>('POST', '/webhooks', body);
+  if (ctx.json) {
+    // The generated secret exists nowhere else: it joins the data, once.
+    ctx.printJson(secret.generated ? { ...data, secret: secret.value } : data);
+    if (secret.generated) ctx.err('warning: the generated signing secret is shown only once and cannot be retrieved again.');
+    return;
+  }
+  const ui = await ctx.ui();
+  showEndpoint(ui, data, secret.generated ? [['secret', ui.c.bold(secret.value)]] : []);
+  if (secret.generated) warnSecretShownOnce(ui);
+  ui.success(`Created webhook ${data.id}`);
+}

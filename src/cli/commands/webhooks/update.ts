@@ -1,0 +1,54 @@
+// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--secret-stdin | --generate-secret]`:
+// a partial update (PUT with only the given fields); a new secret rotates the signing key.
+import { Command, Option } from 'commander';
+import type { WebhookEndpoint } from '../../api-types.js';
+import { parseId } from '../../args.js';
+import type { Context } from '../../context.js';
+import { UsageError } from '../../errors.js';
+import { resolveSecret, warnSecretShownOnce } from './secret.js';
+import { showEndpoint } from './view.js';
+
+export interface WebhooksUpdateOptions {
+  url?: string;
+  events?: string;
+  active?: boolean;
+  secretStdin?: boolean;
+  generateSecret?: boolean;
+}
+
+export function webhooksUpdateCommand(ctx: Context): Command {
+  return new Command('update')
+    .description('change the URL, events, state or signing secret of an endpoint')
+    .argument('<id>', 'webhook id', parseId)
+    .option('--url <url>', 'new URL (https://)')
+    .option('--events <events>', 'new subscription: "*" or a comma-separated list of event names')
+    .addOption(new Option('--active', 'enable the endpoint').conflicts('inactive'))
+    .addOption(new Option('--inactive', 'disable the endpoint (it receives no events)'))
+    .option('--secret-stdin', 'rotate the signing secret: read the new one from standard input')
+    .option('--generate-secret', 'rotate the signing secret: generate one and print it once')
+    .action(async (id: number, options: WebhooksUpdateOptions & { inactive?: boolean }) =>
+      webhooksUpdateRun(ctx, id, { ...options, active: options.active ? true : options.inactive ? false : undefined }),
+    );
+}
+
+export async function webhooksUpdateRun(ctx: Context, id: number, options: WebhooksUpdateOptions): Promise<void> {
+  const secret = await resolveSecret(ctx, { secretStdin: options.secretStdin, generateSecret: options.generateSecret }, false);
+  const body: Record<string, unknown> = {};
+  if (options.url !== undefined) body.url = options.url;
+  if (options.events !== undefined) body.events = options.events;
+  if (options.active !== undefined) body.active = options.active;
+  if (secret) body.secret = secret.value;
+  if (Object.keys(body).length === 0) {
+    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --secret-stdin or --generate-secret');
+  }
+  const { data } = await ctx.client().call<WebhookEndpoint>('PUT', `/webhooks/${id}`, body);
+  if (ctx.json) {
+    ctx.printJson(secret?.generated ? { ...data, secret: secret.value } : data);
+    if (secret?.generated) ctx.err('warning: the generated signing secret is shown only once and cannot be retrieved again.');
+    return;
+  }
+  const ui = await ctx.ui();
+  showEndpoint(ui, data, secret?.generated ? [['secret', ui.c.bold(secret.value)]] : []);
+  if (secret?.generated) warnSecretShownOnce(ui);
+  ui.success(`Updated webhook ${id}${secret ? ' (signing secret rotated)' : ''}`);
+}

@@ -1,0 +1,224 @@
+// Helpers of the CLI tests: the built CLI pointed at a test daemon with its own config
+// directory, an independent TOTP (RFC 6238) for 2FA, a pseudo-terminal through script(1),
+// and an HTTPS webhook receiver on loopback.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { generateCertificate } from '../../src/daemon/tls.js';
+import { BIN, runCli, type CliResult } from '../helpers/cli.js';
+import type { TestDaemon } from '../helpers/daemon.js';
+
+export interface CliSession {
+  configDir: string;
+  env: NodeJS.ProcessEnv;
+  /** panelctl --data-dir D --url U ARGS… with this session's config directory. */
+  run(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult>;
+  /** Runs with --json, expects exit 0, returns the parsed stdout. */
+  json<T = any>(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv }): Promise<T>;
+  dispose(): Promise<void>;
+}
+
+/** A config directory of its own (PANELCTL_CONFIG_DIR), so tests never see a real login. */
+export async function cliSession(daemon: TestDaemon | null): Promise<CliSession> {
+  const configDir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
+  const env: NodeJS.ProcessEnv = {
+    PANELCTL_CONFIG_DIR: configDir,
+    PANELCTL_TOKEN: '',
+    PANELCTL_URL: '',
+    PANELCTL_CA: '',
+    PANEL_DATA_DIR: '',
+  };
+  const target = daemon ? ['--data-dir', daemon.dataDir, '--url', daemon.url] : [];
+  const session: CliSession = {
+    configDir,
+    env,
+    run: (args, options = {}) => runCli([...target, ...args], { input: options.input, env: { ...env, ...options.env }, timeoutMs: options.timeoutMs }),
+    async json(args, options = {}) {
+      const result = await session.run(['--json', ...args], options);
+      expect(result, `panelctl ${args.join(' ')}`).toMatchObject({ code: 0 });
+      try {
+        return JSON.parse(result.stdout);
+      } catch {
+        throw new Error(`panelctl ${args.join(' ')} printed no JSON: ${result.stdout}\n${result.stderr}`);
+      }
+    },
+    dispose: () => rm(configDir, { recursive: true, force: true }),
+  };
+  return session;
+}
+
+// ─── TOTP (RFC 6238: SHA-1, 6 digits, 30 s), independent of the daemon's implementation ───
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+function base32Decode(text: string): Buffer {
+  let bits = 0;
+  let value = 0;
+  const out: number[] = [];
+  for (const char of text.replace(/=+$/, '').toUpperCase()) {
+    value = (value << 5) | BASE32.indexOf(char);
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+export function totp(secret: string, step: number): string {
+  const message = Buffer.alloc(8);
+  message.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', base32Decode(secret)).update(message).digest();
+  const offset = mac[mac.length - 1] & 0x0f;
+  const binary = ((mac[offset] & 0x7f) << 24) | (mac[offset + 1] << 16) | (mac[offset + 2] << 8) | mac[offset + 3];
+  return String(binary % 1_000_000).padStart(6, '0');
+}
+
+export function currentStep(): number {
+  return Math.floor(Date.now() / 30_000);
+}
+
+/** Waits out the end of a time step, so a short sequence of codes sees no step change. */
+export async function awayFromStepEdge(marginSeconds = 8): Promise<void> {
+  const into = (Date.now() / 1000) % 30;
+  if (into > 30 - marginSeconds) await new Promise((resolve) => setTimeout(resolve, (30 - into) * 1000 + 200));
+}
+
+// ─── A pseudo-terminal via script(1), for prompts, colours and spinners ───
+
+export const HAS_SCRIPT = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+
+export interface TtyRun {
+  /** Resolves once the output (ANSI included) matches. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  write(text: string): void;
+  done: Promise<{ code: number; output: string }>;
+}
+
+/** Runs the built CLI on a pseudo-terminal (stdin, stdout and stderr are the TTY). */
+export function runOnTty(args: string[], env: NodeJS.ProcessEnv, columns = 120): TtyRun {
+  const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const child = spawn('script', ['-qfec', `stty cols ${columns} rows 40; exec ${quoted}`, '/dev/null'], {
+    env: { ...process.env, TERM: 'xterm-256color', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.on('data', (chunk) => {
+    output += chunk;
+    for (const waiter of waiters.splice(0)) waiter();
+  });
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const done = new Promise<{ code: number; output: string }>((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
+  return {
+    done,
+    write: (text) => child.stdin.write(text),
+    waitFor(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} in:\n${output}`)), timeoutMs);
+        const check = () => {
+          if (pattern.test(output)) {
+            clearTimeout(timer);
+            resolve(output);
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+  };
+}
+
+/** Text without ANSI escapes and carriage returns. */
+export function plain(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
+}
+
+// ─── An HTTPS webhook receiver on loopback ───
+
+export interface Receiver {
+  url: string;
+  /** PEM of its self-signed certificate (give it to the daemon as NODE_EXTRA_CA_CERTS). */
+  caFile: string;
+  received: Array<{ headers: Record<string, string | string[] | undefined>; body: string }>;
+  /** Status codes answered, in turn; the last one repeats. */
+  respondWith(...statuses: number[]): void;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(dir: string): Promise<Receiver> {
+  const { cert, key } = generateCertificate(2);
+  const caFile = join(dir, 'receiver-ca.pem');
+  await writeFile(caFile, cert);
+  let statuses = [200];
+  const received: Receiver['received'] = [];
+  const server: Server = createServer({ cert, key }, (request, response) => {
+    let body = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk) => (body += chunk));
+    request.on('end', () => {
+      received.push({ headers: request.headers, body });
+      const status = statuses.length > 1 ? statuses.shift()! : statuses[0];
+      response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'nope');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `https://127.0.0.1:${port}/hook`,
+    caFile,
+    received,
+    respondWith: (...next) => {
+      statuses = next;
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+// ─── A long-running CLI (e.g. --follow) whose output is read while it runs ───
+
+export interface RunningCli {
+  /** Resolves once stderr matches. */
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  stdout(): string;
+  kill(signal?: NodeJS.Signals): void;
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+    for (const waiter of waiters.splice(0)) waiter();
+  });
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return {
+    done,
+    stdout: () => stdout,
+    kill: (signal = 'SIGINT') => child.kill(signal),
+    waitForStderr(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} on stderr:\n${stderr}`)), timeoutMs);
+        const check = () => {
+          if (pattern.test(stderr)) {
+            clearTimeout(timer);
+            resolve();
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+  };
+}
