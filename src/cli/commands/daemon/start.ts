@@ -55,6 +55,12 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   if (!(await isInitialised(dir))) reportInit(ctx, await initDataDir(dir));
 
   if (options.foreground) {
+    // A stop requested while starting (daemon.json may already name this pid) is held, then
+    // carried out once the daemon is up, instead of killing it half-started.
+    let early: NodeJS.Signals | null = null;
+    const hold = (signal: NodeJS.Signals) => void (early ??= signal);
+    process.on('SIGTERM', hold);
+    process.on('SIGINT', hold);
     const { runDaemon, handleSignals } = await import('../../../daemon/server.js');
     let daemon;
     try {
@@ -71,7 +77,10 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
     } catch (error) {
       throw new CliError(`cannot start the daemon: ${(error as Error).message}`, EXIT.ERROR);
     }
+    process.off('SIGTERM', hold);
+    process.off('SIGINT', hold);
     handleSignals(daemon);
+    if (early) process.emit(early, early);
     // Keep running: the signal handler exits the process.
     await new Promise(() => undefined);
     return;
