@@ -1,6 +1,6 @@
 // The API shapes the CLI reads (CONTRACT sections 3-4, hosting-panel-api.md section 2). Types
 // only: the daemon's TypeBox schemas validate; the CLI shows what it gets.
-export type { DeliveryLogEntry } from '../store/types.js';
+export type { DeliveryEntry as DeliveryLogEntry } from '../shared/api/webhooks.js';
 export type { UserDetail, User, LoginResult } from '../shared/api/users.js';
 
 export interface ApiKey {

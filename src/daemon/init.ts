@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { access, chmod, mkdir, writeFile } from 'node:fs/promises';
 import { layout, type DataLayout } from '../shared/paths.js';
 import { JsonStore } from '../store/json/json-store.js';
-import { generatePassword, hashPassword } from './auth/password.js';
+import { generatePassword, newUserRecord } from './auth/password.js';
 import { generateCertificate } from './tls.js';
 
 export interface InitOptions {
@@ -53,18 +53,7 @@ export async function initDataDir(root: string, options: InitOptions = {}): Prom
   const store = await JsonStore.open(paths, { create: true });
   try {
     const now = new Date().toISOString();
-    await store.users.insert({
-      email,
-      name: options.name ?? 'Administrator',
-      role: 'admin',
-      password_hash: await hashPassword(password),
-      totp_secret: null,
-      totp_pending_secret: null,
-      two_factor_enabled: false,
-      totp_last_step: null,
-      created_at: now,
-      updated_at: now,
-    });
+    await store.users.insert(await newUserRecord({ email, name: options.name ?? 'Administrator', role: 'admin', password }, now));
   } finally {
     await store.close();
   }

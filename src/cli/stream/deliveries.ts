@@ -2,7 +2,7 @@
 // It knows nothing of how entries are shown: `webhooks deliveries --follow` (text, JSON
 // lines) and `panelctl watch` (ink) are visitors of the same engine. It reconnects by itself
 // when the daemon goes away, reporting the state, and stops on errors that retrying cannot fix.
-import type { DeliveryLogEntry } from '../../store/types.js';
+import type { DeliveryEntry as DeliveryLogEntry } from '../../shared/api/webhooks.js';
 import type { Dispatcher } from 'undici';
 import { ApiRequestError, type ApiClient } from '../api-client.js';
 import { SseParser } from './sse.js';

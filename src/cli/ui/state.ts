@@ -1,23 +1,11 @@
 // The state of `panelctl watch` and the one reducer that changes it. No React, no network:
 // the data source and the key bindings produce actions, the components render the state.
+import type { DeliveryEntry } from '../../shared/api/webhooks.js';
 import type { StreamState } from '../stream/deliveries.js';
 
-/** A delivery log entry as the watch view keeps it (validated at the edge by parseEntry). */
-export interface WatchEntry {
-  id: number;
-  delivery_id: string;
-  endpoint_id: number;
-  event: string;
-  payload: unknown;
-  attempt: number;
-  status_code: number;
-  response: string;
-  success: boolean;
-  duration_ms: number;
-  created_at: string;
-  /** The headers the dispatcher sent, when the daemon reports them. */
-  request_headers?: Record<string, string>;
-}
+/** A delivery log entry as the watch view keeps it (validated at the edge by parseEntry);
+ * `request_headers` is optional so entries from an older daemon still show. */
+export type WatchEntry = Omit<DeliveryEntry, 'request_headers'> & { request_headers?: Record<string, string> };
 
 export interface WatchEndpoint {
   id: number;

@@ -47,3 +47,22 @@ export function generatePassword(length = 24): string {
   for (const byte of bytes) out += alphabet[byte % alphabet.length];
   return out;
 }
+
+/** A new user record: email normalised, password hashed, 2FA off. */
+export async function newUserRecord(
+  fields: { email: string; name: string; role: 'admin' | 'customer'; password: string },
+  now: string,
+) {
+  return {
+    email: fields.email.trim().toLowerCase(),
+    name: fields.name,
+    role: fields.role,
+    password_hash: await hashPassword(fields.password),
+    totp_secret: null,
+    totp_pending_secret: null,
+    two_factor_enabled: false,
+    totp_last_step: null,
+    created_at: now,
+    updated_at: now,
+  };
+}

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { CreateUserBody, UserDetail } from '../../../shared/api/users.js';
-import { hashPassword } from '../../auth/password.js';
+import { newUserRecord } from '../../auth/password.js';
 import { principalOf } from '../../plugins/auth.js';
 import { userDetail } from '../auth/users-view.js';
 
@@ -48,18 +48,7 @@ export default async function userRoutes(app: FastifyInstance) {
       const normalised = email.trim().toLowerCase();
       if (await app.store.users.byEmail(normalised)) throw new ApiError('CONFLICT', `a user with email ${normalised} already exists`);
       const now = new Date(app.clock()).toISOString();
-      const user = await app.store.users.insert({
-        email: normalised,
-        name,
-        role,
-        password_hash: await hashPassword(password),
-        totp_secret: null,
-        totp_pending_secret: null,
-        two_factor_enabled: false,
-        totp_last_step: null,
-        created_at: now,
-        updated_at: now,
-      });
+      const user = await app.store.users.insert(await newUserRecord({ email: normalised, name, password, role }, now));
       reply.code(201);
       return ok(userDetail(user), 'user created');
     },
