@@ -87,6 +87,7 @@ describe.concurrent('webhook endpoints API', () => {
       [{ url: 'http://hooks.example.invalid/a', secret: 's', events: '*' }, 422, /url.*https/],
       [{ url: '/relative/path', secret: 's', events: '*' }, 422, /url.*absolute/],
       [{ url: 'ftp://hooks.example.invalid/', secret: 's', events: '*' }, 422, /url/],
+      [{ url: 'https://user:pw@hooks.example.invalid/', secret: 's', events: '*' }, 422, /url.*credentials/],
       [{ url: URL_A, secret: '', events: '*' }, 422, /secret/],
       [{ url: URL_A, secret: 's', events: 'site.created,nope.happened' }, 422, /events.*nope\.happened/],
       [{ url: URL_A, secret: 's', events: '*,site.created' }, 422, /events/],

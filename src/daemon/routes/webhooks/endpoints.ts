@@ -37,6 +37,10 @@ export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise
   }
   if (url.protocol !== 'https:') throw new ApiError('VALIDATION_FAILED', `url: must use the https: scheme, not ${url.protocol}`);
   if (!url.hostname) throw new ApiError('VALIDATION_FAILED', 'url: must name a host');
+  // The URL is shown in answers, logs and the TUI: it must not carry a password.
+  if (url.username || url.password) {
+    throw new ApiError('VALIDATION_FAILED', 'url: must not contain credentials (user:password@); authenticate receivers with the signature');
+  }
   const blocked = blockedLiteral(url);
   if (blocked && !(await privateTargetsAllowed(app))) {
     throw new ApiError(
