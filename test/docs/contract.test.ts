@@ -40,7 +40,7 @@ describe('contract: responses match the document', () => {
     doc = await fetchDocument(daemon);
     schemas = await responseSchemas(doc);
     ctx = await buildContext(daemon, receiver.url);
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     await ctx?.daemon.dispose();
     await receiver?.close();

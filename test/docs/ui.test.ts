@@ -104,6 +104,8 @@ describe.skipIf(!haveChromium)('/api/docs in headless Chromium', () => {
     await expect.poll(() => page.locator('.swagger-ui .info .title').textContent(), { timeout: 30_000 }).toContain('panelctl');
     await page.locator('#operations-auth-get_auth_me').waitFor();
     expect(await page.locator('.opblock-tag-section').count()).toBeGreaterThanOrEqual(4);
+    // The outgoing webhooks are rendered too, one entry per catalogue event.
+    expect(await page.getByText('site.created: website created').count()).toBeGreaterThan(0);
     expect(external).toEqual([]);
   }, 60_000);
 

@@ -29,9 +29,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   health: 'Liveness and version, without authentication',
   auth: 'Logging in, the calling user, password reset and two-factor authentication',
   'api-keys': 'Long-lived API keys for automation (managed with a JWT only)',
-  '2fa': 'Two-factor authentication with TOTP codes (RFC 6238)',
-  webhooks: 'Webhook endpoints, their delivery logs, test deliveries and redelivery',
-  deliveries: 'Webhook delivery logs, redelivery and the live delivery stream',
+  webhooks: 'Webhook endpoints, their delivery logs, test deliveries, redelivery and the live delivery stream',
   events: 'The event catalogue and publishing events',
   sites: 'Websites of a subscription',
   subscriptions: 'Hosting subscriptions (the context of customer endpoints)',
@@ -172,7 +170,10 @@ export function operationIdFor(method: string, path: string): string {
   return [method, ...words].join('_');
 }
 
-const RETRY_AFTER = { description: 'Seconds to wait before trying again', required: true, schema: { type: 'integer', minimum: 0 } };
+const RETRY_AFTER = {
+  description: 'Seconds to wait before trying again (always sent with 429; with 503 when the wait is known)',
+  schema: { type: 'integer', minimum: 0 },
+};
 
 /** Headers of the request-rate limiter (variant A): on every answer of a counted route unless `rate_limit_mode` is `lockout`. */
 export const RATE_LIMIT_HEADERS = {
