@@ -29,7 +29,9 @@ export async function tlsOf(dataDir) {
 
 /** Starts `panelctl daemon start --foreground` and resolves once daemon.json names its URL. */
 export async function startDaemon(dataDir, { env = {}, args = [] } = {}) {
-  const proc = spawn(process.execPath, [BIN, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', '0', '--log-level', 'error', '--allow-private-webhooks', ...args], {
+  // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of each daemon there (for finding hot spots).
+  const prof = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const proc = spawn(process.execPath, [...prof, BIN, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', '0', '--log-level', 'error', '--allow-private-webhooks', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

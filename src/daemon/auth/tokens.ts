@@ -14,7 +14,12 @@ export interface TokenClaims {
 
 export class TokenError extends Error {}
 
+/** Verified tokens kept so a client's repeated requests do not pay the signature check again. */
+const VERIFIED_CACHE_SIZE = 1000;
+
 export class TokenService {
+  readonly #verified = new Map<string, TokenClaims>();
+
   constructor(
     private readonly secret: Uint8Array,
     private readonly clock: () => number = Date.now,
@@ -32,6 +37,22 @@ export class TokenService {
   }
 
   async verify(token: string): Promise<TokenClaims> {
+    // The cache is keyed by the whole token, so only byte-identical tokens whose signature was
+    // checked hit it; expiry is checked again on every use. Checks on the user (deleted, password
+    // changed since iat) happen after this, for cached and fresh claims alike.
+    const cached = this.#verified.get(token);
+    if (cached) {
+      if (cached.exp * 1000 > this.clock()) return cached;
+      this.#verified.delete(token);
+      throw new TokenError('token expired: log in again');
+    }
+    const claims = await this.#verifySignature(token);
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value!);
+    this.#verified.set(token, claims);
+    return claims;
+  }
+
+  async #verifySignature(token: string): Promise<TokenClaims> {
     try {
       const { payload } = await jwtVerify(token, this.secret, {
         algorithms: ['HS256'],

@@ -257,7 +257,9 @@ export class Dispatcher {
     const job = this.#attempt(delivery, release)
       .catch((error) => this.#log?.error({ err: error, delivery_id: delivery.id }, 'webhook attempt failed to be recorded'))
       .finally(() => {
-        release();
+        // Also a turn later (see #attempt): recording can finish before undici has the
+        // connection back in its pool, and the next attempt would open another one.
+        setImmediate(release);
         this.#inFlight.delete(delivery.id);
         // A retry becomes claimable only now that it is recorded: look at the endpoint again.
         if (this.#stopping) return;

@@ -6,6 +6,8 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 interface Pending {
   lines: string[];
+  /** Whether any line of the batch must be fsynced before it is acknowledged. */
+  durable: boolean;
   promise: Promise<void>;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -23,7 +25,8 @@ export class AppendLog {
     private readonly mode = 0o600,
   ) {}
 
-  append(line: string): Promise<void> {
+  /** `durable` (default: the log's own setting) false: acknowledged once written, without fsync. */
+  append(line: string, durable = this.durable): Promise<void> {
     if (!this.#next) {
       let resolve!: () => void;
       let reject!: (error: unknown) => void;
@@ -31,9 +34,10 @@ export class AppendLog {
         resolve = res;
         reject = rej;
       });
-      this.#next = { lines: [], promise, resolve, reject };
+      this.#next = { lines: [], durable: false, promise, resolve, reject };
     }
     this.#next.lines.push(line);
+    this.#next.durable ||= durable;
     const promise = this.#next.promise;
     if (!this.#inFlight && !this.#scheduled) {
       // Wait for the rest of this turn's appends: one write instead of one per line.
@@ -74,7 +78,7 @@ export class AppendLog {
   #start(): void {
     const batch = this.#next!;
     this.#next = null;
-    this.#inFlight = this.#write(batch.lines.join('\n') + '\n')
+    this.#inFlight = this.#write(batch.lines.join('\n') + '\n', batch.durable)
       .then(batch.resolve, batch.reject)
       .finally(() => {
         this.#inFlight = null;
@@ -82,9 +86,9 @@ export class AppendLog {
       });
   }
 
-  async #write(text: string): Promise<void> {
+  async #write(text: string, durable: boolean): Promise<void> {
     if (!this.#handle) this.#handle = await open(this.path, 'a', this.mode);
-    if (this.durable) {
+    if (durable) {
       await this.#handle.write(text);
       await this.#handle.datasync();
       return;

@@ -69,13 +69,14 @@ export class JsonOutbox implements OutboxRepository {
     if (delivery.state === 'pending') this.#pending.set(delivery.id, next);
     else this.#pending.delete(delivery.id);
     try {
-      await this.#append({
-        t: 'u',
-        id: delivery.id,
-        state: delivery.state,
-        attempts: delivery.attempts,
-        next_attempt_at: delivery.next_attempt_at,
-      });
+      // A pending retry is fsynced: its 2 s delay and the two-attempt limit must survive a
+      // crash. A final outcome is only written: lost in a crash, the delivery is sent once more,
+      // which at-least-once delivery allows (receivers deduplicate by X-Webhook-Delivery), and
+      // publishes do not queue behind an fsync per attempt.
+      await this.#append(
+        { t: 'u', id: delivery.id, state: delivery.state, attempts: delivery.attempts, next_attempt_at: delivery.next_attempt_at },
+        delivery.state === 'pending',
+      );
     } catch (error) {
       // Not offered again in this process: the journal still holds the last durable state,
       // which is what a restart will retry, and a failing disk must not spin the dispatcher.
@@ -153,9 +154,9 @@ export class JsonOutbox implements OutboxRepository {
     if (lane.fresh.size === 0 && lane.retries.size === 0) this.#lanes.delete(delivery.endpoint_id);
   }
 
-  async #append(line: Line): Promise<void> {
+  async #append(line: Line, durable = true): Promise<void> {
     this.#linesSinceCompact++;
-    await this.#log.append(JSON.stringify(line));
+    await this.#log.append(JSON.stringify(line), durable);
   }
 
   async #load(): Promise<void> {
