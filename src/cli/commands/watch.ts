@@ -39,7 +39,7 @@ export async function watchRun(ctx: Context, options: WatchOptions): Promise<voi
   const endpoints = await loadEndpoints(client, options.endpoint);
 
   const env = process.env;
-  const color = ctx.globals.color !== false && !ctx.env.NO_COLOR;
+  const color = ctx.colorAllowed;
   // ink turns live rendering off when CI is set (it reads the variable once, on import); this
   // is an interactive terminal, checked above, so it is hidden from ink while it loads.
   const ci = { CI: env.CI, CONTINUOUS_INTEGRATION: env.CONTINUOUS_INTEGRATION };
