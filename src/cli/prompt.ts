@@ -7,10 +7,11 @@ import { CliError } from './errors.js';
 export async function promptHidden(ctx: Context, question: string): Promise<string> {
   const stdin = ctx.io.stdin as NodeJS.ReadStream;
   if (!stdin.isTTY) throw new CliError(`${question.trim()} needs a terminal; use --password-stdin`, EXIT.USAGE);
+  // Echo goes off before the question appears: whatever is typed once it is visible is hidden.
+  stdin.setRawMode(true);
   ctx.io.stderr.write(question);
   return new Promise((resolve, reject) => {
     let value = '';
-    stdin.setRawMode(true);
     stdin.resume();
     stdin.setEncoding('utf8');
     const onData = (chunk: string) => {
