@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import selfsigned from 'selfsigned';
+import { generateCertificate } from '../../src/daemon/tls.js';
 
 export interface ReceiverTls {
   cert: string;
@@ -19,28 +19,12 @@ export interface ReceiverTls {
 
 /** Creates the receivers' certificate and its CA file. */
 export async function makeReceiverTls(): Promise<ReceiverTls> {
-  const pems = selfsigned.generate([{ name: 'commonName', value: 'panelctl test receiver' }], {
-    keySize: 2048,
-    days: 2,
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'keyUsage', keyCertSign: true, digitalSignature: true, keyEncipherment: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      {
-        name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 7, ip: '127.0.0.1' },
-          { type: 7, ip: '::1' },
-        ],
-      },
-    ],
-  });
+  // The same kind of certificate the daemon makes for itself (localhost, 127.0.0.1, ::1).
+  const pems = generateCertificate(2);
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-receiver-'));
   const caFile = join(dir, 'ca.pem');
   await writeFile(caFile, pems.cert);
-  return { cert: pems.cert, key: pems.private, caFile, dispose: () => rm(dir, { recursive: true, force: true }) };
+  return { cert: pems.cert, key: pems.key, caFile, dispose: () => rm(dir, { recursive: true, force: true }) };
 }
 
 export interface ReceivedRequest {

@@ -5,7 +5,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import selfsigned from 'selfsigned';
+import { generateCertificate } from '../../src/daemon/tls.js';
 
 export interface Received {
   at: number;
@@ -26,16 +26,11 @@ export interface ReceiverCa {
 }
 
 export async function makeCa(): Promise<ReceiverCa> {
-  const pems = selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
-    keySize: 2048,
-    days: 2,
-    algorithm: 'sha256',
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] }],
-  });
+  const pems = generateCertificate(2);
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-receiver-'));
   const caFile = join(dir, 'ca.pem');
   await writeFile(caFile, pems.cert);
-  return { cert: pems.cert, key: pems.private, caFile };
+  return { cert: pems.cert, key: pems.key, caFile };
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;

@@ -218,9 +218,10 @@ export class JsonStore implements Store, CollectionHost {
    */
   static async open(paths: DataLayout, options: JsonStoreOptions = {}): Promise<JsonStore> {
     const adapter = new DurableJsonAdapter(paths.store, options.writeFn);
-    const db = new Low<StoreData>(adapter, emptyData());
-    await db.read();
-    const existed = (await adapter.read()) !== null;
+    const initial = await adapter.read();
+    const existed = initial !== null;
+    // Given its data directly: one read of the file, not a second through db.read().
+    const db = new Low<StoreData>(adapter, initial ?? emptyData());
     if (!existed && !options.create) {
       throw new StoreCorruptError(paths.store, 'the file does not exist (run `panelctl init`)');
     }
