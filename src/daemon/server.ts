@@ -120,10 +120,13 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   }
 }
 
-/** Wires SIGTERM/SIGINT to a clean shutdown; a second signal forces the exit. */
-export function handleSignals(daemon: RunningDaemon, exit: (code: number) => void = process.exit): void {
+/**
+ * What a stop signal does once the daemon is up: the first one shuts down cleanly and exits 0,
+ * a second one forces the exit. The caller installs it (see `daemon start --foreground`).
+ */
+export function signalHandler(daemon: RunningDaemon, exit: (code: number) => void = process.exit): (signal: NodeJS.Signals) => void {
   let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
+  return (signal) => {
     if (stopping) {
       exit(1);
       return;
@@ -137,6 +140,4 @@ export function handleSignals(daemon: RunningDaemon, exit: (code: number) => voi
         exit(1);
       });
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
 }

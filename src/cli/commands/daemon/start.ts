@@ -55,13 +55,16 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   if (!(await isInitialised(dir))) reportInit(ctx, await initDataDir(dir));
 
   if (options.foreground) {
-    // A stop requested while starting (daemon.json may already name this pid) is held, then
-    // carried out once the daemon is up, instead of killing it half-started.
+    // One listener for the process's whole life. A stop requested while starting (daemon.json
+    // may already name this pid) is held, then carried out once the daemon is up. Swapping
+    // listeners instead would lose a signal: libuv drops one caught for a listener that is
+    // removed before the event loop delivers it.
     let early: NodeJS.Signals | null = null;
-    const hold = (signal: NodeJS.Signals) => void (early ??= signal);
-    process.on('SIGTERM', hold);
-    process.on('SIGINT', hold);
-    const { runDaemon, handleSignals } = await import('../../../daemon/server.js');
+    let onSignal: ((signal: NodeJS.Signals) => void) | null = null;
+    const listener = (signal: NodeJS.Signals) => (onSignal ? onSignal(signal) : void (early ??= signal));
+    process.on('SIGTERM', listener);
+    process.on('SIGINT', listener);
+    const { runDaemon, signalHandler } = await import('../../../daemon/server.js');
     let daemon;
     try {
       daemon = await runDaemon({
@@ -77,10 +80,8 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
     } catch (error) {
       throw new CliError(`cannot start the daemon: ${(error as Error).message}`, EXIT.ERROR);
     }
-    process.off('SIGTERM', hold);
-    process.off('SIGINT', hold);
-    handleSignals(daemon);
-    if (early) process.emit(early, early);
+    onSignal = signalHandler(daemon);
+    if (early) onSignal(early);
     // Keep running: the signal handler exits the process.
     await new Promise(() => undefined);
     return;
