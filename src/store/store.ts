@@ -28,6 +28,11 @@ export interface Repository<T extends { id: number }> {
   /** Resolves with the removed record, or undefined when absent. */
   remove(id: number): Promise<T | undefined>;
   count(): Promise<number>;
+  /**
+   * A number that changes whenever a record of the collection is added, changed or removed
+   * through the store, so readers can reuse what they built from an unchanged collection.
+   */
+  revision(): number;
 }
 
 export interface UsersRepository extends Repository<UserRecord> {
@@ -48,8 +53,12 @@ export interface SubscriptionsRepository extends Repository<SubscriptionRecord> 
 export interface ApiKeysRepository extends Repository<ApiKeyRecord> {
   /** O(1) lookup by the SHA-256 hash of the presented key. */
   byHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
-  /** Records a use without a store write per request; uses are flushed in batches. */
-  touch(id: number, at: string): void;
+  /**
+   * Records a use at `atMs` (epoch ms) without a store write per request; uses are flushed in
+   * batches. `last_used_at` is kept to the second: a key used many times within one second is
+   * recorded once.
+   */
+  touch(id: number, atMs: number): void;
 }
 
 export interface LimiterRepository {

@@ -97,6 +97,32 @@ describe('sources in-process', () => {
     expect((await call('DELETE', `/sites/${created.body.data.id}`, key)).status).toBe(200);
   });
 
+  it('shows every site change in GET /sites at once, though listings are memoised between changes', async () => {
+    const sub = (await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' })).body.data;
+    const domains = async (token: string, query = '') => (await call('GET', `/sites${query}`, token)).body.data.map((s: any) => s.domain);
+    // Fill the memo for each view (admin: all; customer: default; explicit subscription).
+    expect([await domains(admin), await domains(customer.token), await domains(customer.token, `?subscription_id=${sub.id}`)]).toEqual([[], [], []]);
+    const site = (await call('POST', '/sites', customer.token, { domain: 'one.c.example' })).body.data;
+    expect([await domains(admin), await domains(customer.token), await domains(customer.token, `?subscription_id=${sub.id}`)]).toEqual([
+      ['one.c.example'], ['one.c.example'], ['one.c.example'],
+    ]);
+    // A creation rolled back (its event could not be queued) never shows.
+    const restore = failOutbox();
+    expect((await call('POST', '/sites', customer.token, { domain: 'two.c.example' })).status).toBe(503);
+    restore();
+    expect(await domains(admin)).toEqual(['one.c.example']);
+    expect((await call('DELETE', `/sites/${site.id}`, customer.token)).status).toBe(200);
+    expect([await domains(admin), await domains(customer.token)]).toEqual([[], []]);
+    // A cascade (the customer deleted with their subscriptions and sites) empties the admin's view.
+    await call('POST', '/sites', customer.token, { domain: 'three.c.example' });
+    expect(await domains(admin)).toEqual(['three.c.example']);
+    expect((await call('DELETE', `/admin/users/${customer.id}`, admin)).status).toBe(200);
+    expect(await domains(admin)).toEqual([]);
+    // The memoised body is the route's own serialisation: the envelope with the documented fields only.
+    const again = await app.inject({ method: 'GET', url: '/api/v1/sites', headers: { authorization: `Bearer ${admin}` } });
+    expect([again.statusCode, again.headers['content-type'], again.json()]).toEqual([200, 'application/json; charset=utf-8', { data: [], error: null, message: '' }]);
+  });
+
   it('serialises uniqueness checks even when the store answers reads asynchronously', async () => {
     const sub = (await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' })).body.data;
     // A backend whose reads take a trip through the event loop (as a database's would).

@@ -41,6 +41,28 @@ describe('JsonStore', () => {
     await store.close();
   });
 
+  it('records API key uses to the second, and changes a collection\'s revision with each change', async () => {
+    const store = await JsonStore.open(await tempLayout(), { create: true });
+    const key = await store.apiKeys.insert({ user_id: 1, name: 'k', key_hash: 'h'.repeat(64), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
+    const t = Date.parse('2026-11-21T10:00:00.250Z');
+    store.apiKeys.touch(key.id, t);
+    expect((await store.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:00.000Z');
+    store.apiKeys.touch(key.id, t + 700); // same second: unchanged
+    expect((await store.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:00.000Z');
+    store.apiKeys.touch(key.id, t + 1_800);
+    expect((await store.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:02.000Z');
+
+    const seen = [store.sites.revision()];
+    const row = await store.sites.insert(site(1));
+    seen.push(store.sites.revision());
+    await store.sites.update(row.id, { domain: 's1b.example.com' });
+    seen.push(store.sites.revision());
+    await store.sites.remove(row.id);
+    seen.push(store.sites.revision());
+    expect(new Set(seen).size).toBe(4);
+    await store.close();
+  });
+
   it('rolls a change back when it cannot be written, and reports it', async () => {
     const paths = await tempLayout();
     let fail = false;

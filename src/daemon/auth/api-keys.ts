@@ -1,6 +1,6 @@
 // API key format (section 2.3): `ncp_` + 64 hex characters from 32 random bytes. Only the
 // SHA-256 hash is stored; lookups hash the presented key and find it by that hash.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PATTERN = /^ncp_[0-9a-f]{64}$/;
 export const KEY_PREFIX_LENGTH = 20;
@@ -11,7 +11,8 @@ export function generateApiKey(): { key: string; hash: string; prefix: string } 
 }
 
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // The one-shot hash: every API request with a key pays it, and it is cheaper than createHash.
+  return hash('sha256', key, 'hex');
 }
 
 export function looksLikeApiKey(token: string): boolean {

@@ -33,7 +33,7 @@ export async function resolvePrincipal(app: FastifyInstance, credential: string)
     }
     const user = await app.store.users.get(key.user_id);
     if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
-    app.store.apiKeys.touch(key.id, new Date(now).toISOString());
+    app.store.apiKeys.touch(key.id, now);
     return { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id };
   }
   let claims;

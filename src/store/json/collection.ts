@@ -14,6 +14,7 @@ type IndexFn<T> = (record: T) => string;
 export class JsonCollection<T extends { id: number }> implements Repository<T> {
   readonly #byId = new Map<number, T>();
   readonly #indexes = new Map<string, { fn: IndexFn<T>; map: Map<string, T> }>();
+  #revision = 0;
 
   constructor(
     private readonly host: CollectionHost,
@@ -48,6 +49,10 @@ export class JsonCollection<T extends { id: number }> implements Repository<T> {
 
   async count(): Promise<number> {
     return this.rows().length;
+  }
+
+  revision(): number {
+    return this.#revision;
   }
 
   async insert(record: NewRecord<T>): Promise<T> {
@@ -116,12 +121,15 @@ export class JsonCollection<T extends { id: number }> implements Repository<T> {
     this.#unindexRow(row);
   }
 
+  // Every insert, update, removal, cascade and rollback passes through these two.
   #indexRow(row: T): void {
+    this.#revision++;
     this.#byId.set(row.id, row);
     for (const { fn, map } of this.#indexes.values()) map.set(fn(row), row);
   }
 
   #unindexRow(row: T): void {
+    this.#revision++;
     this.#byId.delete(row.id);
     for (const { fn, map } of this.#indexes.values()) {
       const key = fn(row);

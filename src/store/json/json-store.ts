@@ -149,14 +149,19 @@ export class JsonStore implements Store, CollectionHost {
         }
       },
     });
+    // The second each key was last recorded as used in, so repeated uses in one second cost a lookup.
+    const touchedSecond = new WeakMap<ApiKeyRecord, number>();
     this.apiKeys = Object.assign(apiKeys, {
       async byHash(hash: string) {
         return apiKeys.lookup('hash', hash);
       },
-      touch(id: number, at: string) {
+      touch(id: number, atMs: number) {
         const key = apiKeys.getSync(id);
         if (!key) return;
-        key.last_used_at = at;
+        const second = Math.floor(atMs / 1000);
+        if (touchedSecond.get(key) === second) return;
+        touchedSecond.set(key, second);
+        key.last_used_at = new Date(second * 1000).toISOString();
         store.#scheduleLazyWrite();
       },
     });

@@ -11,12 +11,15 @@ import type { SiteRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
 import { domainChanges, publishChange } from '../subscriptions/changes.js';
 import { decimalQuery, resolveSubscription } from '../subscriptions/context.js';
+import { ListMemo } from '../list-memo.js';
 
 function siteView(s: SiteRecord): Site {
   return { id: s.id, subscription_id: s.subscription_id, domain: s.domain, created_at: s.created_at };
 }
 
 export default async function siteRoutes(app: FastifyInstance) {
+  const lists = new ListMemo();
+
   app.get<{ Querystring: SubscriptionContextQuery }>(
     '/sites',
     {
@@ -33,14 +36,19 @@ export default async function siteRoutes(app: FastifyInstance) {
         response: { 200: EnvelopeOf(Type.Array(Site)), ...errorResponses(400, 401, 403, 404) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const principal = principalOf(request);
+      // Authorisation and the choice of subscription run on every request; only the listing
+      // itself is memoised, per subscription (or "all" for an admin), until a site changes.
       const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
-      let sites: SiteRecord[];
-      if (subscription) sites = await app.store.sites.list((s) => s.subscription_id === subscription.id);
-      else if (principal.role === 'admin') sites = await app.store.sites.list();
-      else sites = [];
-      return ok(sites.sort((a, b) => a.id - b.id).map(siteView));
+      const view = subscription ? `subscription:${subscription.id}` : principal.role === 'admin' ? 'all' : 'none';
+      return lists.send(reply, app.store.sites.revision(), view, async () => {
+        let sites: SiteRecord[];
+        if (subscription) sites = await app.store.sites.list((s) => s.subscription_id === subscription.id);
+        else if (principal.role === 'admin') sites = await app.store.sites.list();
+        else sites = [];
+        return ok(sites.sort((a, b) => a.id - b.id).map(siteView));
+      });
     },
   );
 

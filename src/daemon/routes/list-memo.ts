@@ -1,0 +1,36 @@
+// Serialized list responses, reused while the collection they were built from is unchanged.
+// Billing systems and scripts poll list endpoints far more often than the lists change; a
+// repeated GET then costs a map lookup instead of filtering, sorting and serialising again.
+// Any change to the collection (its revision) drops every entry, so nothing stale is served.
+import type { FastifyReply } from 'fastify';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export class ListMemo {
+  #revision = -1;
+  readonly #entries = new Map<string, string>();
+
+  /** At most `capacity` views (one per subscription, say) are kept; past that, all are dropped. */
+  constructor(private readonly capacity = 1024) {}
+
+  /**
+   * Sends the 200 body for `view` of the collection at `revision`: the memoised serialisation, or
+   * `build()`'s envelope serialised by the route's own response schema (then remembered).
+   */
+  async send(reply: FastifyReply, revision: number, view: string, build: () => Promise<unknown>): Promise<FastifyReply> {
+    if (revision !== this.#revision) {
+      this.#entries.clear();
+      this.#revision = revision;
+    }
+    let body = this.#entries.get(view);
+    if (body === undefined) {
+      body = String(reply.serialize(await build()));
+      // Built while the collection changed (build awaited the store): serve it, do not keep it.
+      if (revision === this.#revision) {
+        if (this.#entries.size >= this.capacity) this.#entries.clear();
+        this.#entries.set(view, body);
+      }
+    }
+    return reply.type(JSON_TYPE).send(body);
+  }
+}
