@@ -2,6 +2,7 @@
 // Order matters: the error handler first (everything after it answers with the envelope),
 // then shared services, then authentication (routes rely on request.principal), then routes.
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { childLoggerFactory } from './request-logger.js';
 import { TokenService } from './auth/tokens.js';
 import { EventBus } from './dispatcher/bus.js';
 import dispatcherPlugin from './dispatcher/plugin.js';
@@ -56,6 +57,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     trustProxy: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    childLoggerFactory,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
     ...server,
   });

@@ -106,6 +106,29 @@ describe('durability and shutdown', () => {
     await daemon.dispose();
   });
 
+  it('logs each request at info with its request id, and no credential', async () => {
+    const daemon = await startDaemon({ args: ['--log-level', 'info'] });
+    try {
+      const token = await daemon.login();
+      const { key } = (await daemon.request('POST', '/auth/api-keys', { token, body: { name: 'logged' } })).body.data;
+      expect((await daemon.request('GET', '/sites', { token: key })).status).toBe(200);
+      expect((await daemon.request('GET', '/sites', { token: 'ncp_' + '0'.repeat(64) })).status).toBe(401);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // pino writes asynchronously
+      const lines = daemon.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      const sites = lines.filter((l) => l.msg === 'incoming request' && l.req?.url === '/api/v1/sites');
+      expect(sites).toHaveLength(2);
+      for (const incoming of sites) {
+        const completed = lines.find((l) => l.msg === 'request completed' && l.reqId === incoming.reqId);
+        expect(completed?.res?.statusCode).toBeDefined();
+      }
+      expect(lines.filter((l) => l.msg === 'request completed').map((l) => l.res.statusCode)).toEqual(expect.arrayContaining([200, 201, 401]));
+      expect(daemon.output()).not.toContain(key);
+      expect(daemon.output()).not.toContain(token);
+    } finally {
+      await daemon.dispose();
+    }
+  });
+
   it('refuses to start on a corrupt store and leaves the file untouched', async () => {
     const daemon = await startDaemon({ keep: true });
     await daemon.stop();

@@ -1,0 +1,74 @@
+// A request's logger, made on first use. Fastify gives every request a child logger bound to
+// its request id; building a pino child (with the redaction formatter run over its bindings)
+// costs about as much as answering a cached list, and most requests never write a line at the
+// configured level. This logger builds the child only when a line is actually written.
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+type LogArgs = Parameters<FastifyBaseLogger['info']>;
+/** pino's loggers answer whether a level is enabled; fastify's no-op logger (logging off) does not. */
+type PinoLike = FastifyBaseLogger & { isLevelEnabled(level: string): boolean };
+
+class RequestLogger {
+  #child: PinoLike | undefined;
+
+  constructor(
+    private readonly parent: PinoLike,
+    private readonly bindings: Record<string, unknown>,
+    private readonly options: object,
+  ) {}
+
+  get level(): string {
+    return this.#child?.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.#real().level = level;
+  }
+
+  fatal(...args: LogArgs): void {
+    this.#write('fatal', args);
+  }
+  error(...args: LogArgs): void {
+    this.#write('error', args);
+  }
+  warn(...args: LogArgs): void {
+    this.#write('warn', args);
+  }
+  info(...args: LogArgs): void {
+    this.#write('info', args);
+  }
+  debug(...args: LogArgs): void {
+    this.#write('debug', args);
+  }
+  trace(...args: LogArgs): void {
+    this.#write('trace', args);
+  }
+  silent(): void {}
+
+  isLevelEnabled(level: string): boolean {
+    return (this.#child ?? this.parent).isLevelEnabled(level);
+  }
+
+  child(bindings: Record<string, unknown>, options?: object): FastifyBaseLogger {
+    return this.#real().child(bindings, options);
+  }
+
+  #write(level: Level, args: LogArgs): void {
+    if (!this.#child && !this.parent.isLevelEnabled(level)) return;
+    (this.#real()[level] as (...a: LogArgs) => void)(...args);
+  }
+
+  #real(): PinoLike {
+    return (this.#child ??= this.parent.child(this.bindings, this.options) as PinoLike);
+  }
+}
+
+/**
+ * Fastify's `childLoggerFactory`. With logging off, or a per-route level (logLevel), the child is
+ * made at once as fastify would.
+ */
+export const childLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFactory']> = (logger, bindings, options) =>
+  typeof (logger as Partial<PinoLike>).isLevelEnabled !== 'function' || ('level' in options && options.level !== undefined)
+    ? logger.child(bindings, options)
+    : (new RequestLogger(logger as PinoLike, bindings, options) as unknown as FastifyBaseLogger);
