@@ -19,13 +19,32 @@ function log(line) {
   process.stderr.write(`${line}\n`);
 }
 
-async function cannon(url, ca, headers) {
-  const run = (duration) =>
-    autocannon({ url, connections: 50, duration, headers, tlsOptions: { ca } });
-  await run(2); // warm-up
-  const result = await run(DURATION);
+async function cannon(url, ca, headers, duration = DURATION, warm = true) {
+  const run = (seconds) => autocannon({ url, connections: 50, duration: seconds, headers, tlsOptions: { ca } });
+  if (warm) await run(2);
+  const result = await run(duration);
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`autocannon saw ${result.non2xx} non-2xx and ${result.errors} errors on ${url}`);
   return { rps: result.requests.average, p99: result.latency.p99, p50: result.latency.p50 };
+}
+
+/**
+ * The daemon and its baseline in alternating rounds, so both meet the same spells of load from
+ * the rest of the machine; the ratio is the median of the rounds' ratios, with their range.
+ */
+async function alternate(panelTarget, baselineTarget, rounds) {
+  const seconds = Math.max(2, Math.round(DURATION / 2));
+  await cannon(panelTarget.url, panelTarget.ca, panelTarget.headers, 2, false);
+  await cannon(baselineTarget.url, baselineTarget.ca, baselineTarget.headers, 2, false);
+  const panel = [];
+  const baseline = [];
+  for (let round = 0; round < rounds; round++) {
+    panel.push(await cannon(panelTarget.url, panelTarget.ca, panelTarget.headers, seconds, false));
+    baseline.push(await cannon(baselineTarget.url, baselineTarget.ca, baselineTarget.headers, seconds, false));
+    log(`  round ${round + 1}: ${Math.round(panel[round].rps)} vs ${Math.round(baseline[round].rps)} req/s`);
+  }
+  const ratios = panel.map((p, i) => p.rps / baseline[i].rps);
+  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p99: median(runs.map((r) => r.p99)), p50: median(runs.map((r) => r.p50)) });
+  return { panel: summary(panel), baseline: summary(baseline), ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios), rounds };
 }
 
 async function seedSites(admin) {
@@ -48,14 +67,18 @@ async function benchApi() {
     const body = await res.body.text();
     const bodyFile = join(dataDir, 'bare-body.json');
     await writeFile(bodyFile, body);
-    log('api: daemon…');
-    const panel = await cannon(`${daemon.url}/api/v1/sites`, tls.cert, { authorization: `Bearer ${key}` });
     const bare = spawn(process.execPath, [join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), bodyFile], { stdio: ['ignore', 'pipe', 'inherit'] });
     const port = await new Promise((resolve) => bare.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
-    log('api: bare route…');
-    const baseline = await cannon(`https://127.0.0.1:${port}/api/v1/sites`, tls.cert, {});
-    bare.kill();
-    results.api = { panel, baseline, ratio: panel.rps / baseline.rps };
+    log('api: daemon and bare route, alternating…');
+    try {
+      results.api = await alternate(
+        { url: `${daemon.url}/api/v1/sites`, ca: tls.cert, headers: { authorization: `Bearer ${key}` } },
+        { url: `https://127.0.0.1:${port}/api/v1/sites`, ca: tls.cert, headers: {} },
+        QUICK ? 3 : 5,
+      );
+    } finally {
+      bare.kill();
+    }
   } finally {
     await stopDaemon(daemon);
     await rm(dataDir, { recursive: true, force: true });
@@ -210,7 +233,7 @@ async function report() {
   const { api, dispatch, cli, scaleSmall, scaleLarge } = results;
   const scaleRatio = scaleLarge.dispatch.rate / dispatch.panel.rate;
   const rows = [
-    ['API: GET /sites with an API key vs bare fastify route (req/s)', `${fmt(api.panel.rps)} vs ${fmt(api.baseline.rps)}`, fmt(api.ratio, 2), '≥ 0.70', api.ratio >= 0.7],
+    ['API: GET /sites with an API key vs bare fastify route (req/s, median of alternating rounds)', `${fmt(api.panel.rps)} vs ${fmt(api.baseline.rps)}`, `${fmt(api.ratio, 2)} (${fmt(api.ratioMin, 2)}–${fmt(api.ratioMax, 2)})`, '≥ 0.70', api.ratio >= 0.7],
     ['Dispatch: 10 endpoints × 1,000 events vs raw signed undici (deliveries/s)', `${fmt(dispatch.panel.rate)} vs ${fmt(dispatch.raw.rate)}`, fmt(dispatch.ratio, 2), '≥ 0.50', dispatch.ratio >= 0.5],
     ['Scale: same dispatch, 1,000 full-log endpoints + 10,000 keys vs empty store', `${fmt(scaleLarge.dispatch.rate)} vs ${fmt(dispatch.panel.rate)}`, fmt(scaleRatio, 2), '≥ 0.80', scaleRatio >= 0.8],
     ['Scale: daemon peak RSS (MB)', fmt(scaleLarge.rss), '', '< 400', scaleLarge.rss < 400],
