@@ -61,6 +61,13 @@ export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD): P
   if (result.code !== 0) throw new Error(`init failed: ${result.stderr}`);
 }
 
+// Daemons still running when the test worker exits (a test that timed out never reaches its
+// dispose) are killed with it, so none outlives the suite.
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of running) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+});
+
 export function waitForExit(proc: ChildProcess): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
   return new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
@@ -75,6 +82,8 @@ export async function startDaemon(options: StartOptions = {}): Promise<TestDaemo
   }
   const args = [BIN, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--log-level', 'warn', ...(options.args ?? [])];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
   proc.stderr!.on('data', (chunk) => (output += chunk));

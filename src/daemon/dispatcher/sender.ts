@@ -2,6 +2,7 @@
 // whole attempt (connect, headers and body), no redirects (undici follows none unless told),
 // at most 4096 bytes of the answer read, and the SSRF guard applied where sockets connect.
 import { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
@@ -28,12 +29,61 @@ export interface SenderOptions {
 }
 
 
-/** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */
+/** Decodes at most `limit` bytes as UTF-8 text, without splitting a character. */
 export function truncateUtf8(bytes: Buffer, limit: number): string {
-  let text = new TextDecoder('utf-8').decode(bytes.subarray(0, limit), { stream: true });
+  let end = Math.min(bytes.length, limit);
+  // A cut inside a character moves back to its first byte (continuation bytes are 10xxxxxx).
+  if (end < bytes.length) while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  let text = bytes.toString('utf8', 0, end);
   // Invalid bytes decode to U+FFFD (3 bytes each), which can push the text over the limit.
   while (Buffer.byteLength(text) > limit) text = text.slice(0, -1);
   return text;
+}
+
+/** Reads a body until it ends or `limit` bytes have come, then stops reading it. */
+function readAtMost(body: Readable, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // The error listener stays: a body given up (destroyed) may still report an error, and an
+    // error event with no listener would take the process down. Rejecting a settled promise is a no-op.
+    const cleanup = () => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size < limit) return;
+      // The rest of the body is never read: destroying the stream gives up its connection.
+      onEnd();
+      body.destroy();
+    };
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.on('error', onError);
+  });
+}
+
+/** Where a URL points, parsed once per distinct URL (endpoints are few; their URLs are reused). */
+const targets = new Map<string, { origin: string; path: string }>();
+function targetOf(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (!target) {
+    const parsed = new URL(url);
+    target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    if (targets.size >= 4096) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
 }
 
 function describeError(error: unknown): string {
@@ -81,26 +131,18 @@ export class WebhookSender {
       duration_ms: Math.round(performance.now() - started),
     });
     try {
-      const target = new URL(url);
+      const target = targetOf(url);
       const answer = await this.#agentFor(allowPrivate).request({
         origin: target.origin,
-        path: `${target.pathname}${target.search}`,
+        path: target.path,
         method: 'POST',
         headers,
         body,
         signal: abort,
       });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of answer.body) {
-        chunks.push(chunk as Buffer);
-        size += (chunk as Buffer).length;
-        // The rest of the body is never read: leaving the loop destroys the stream.
-        if (size >= MAX_RESPONSE_BYTES) break;
-      }
-      answer.body.destroy();
+      const received = await readAtMost(answer.body, MAX_RESPONSE_BYTES);
       const status = answer.statusCode;
-      return done(status, truncateUtf8(Buffer.concat(chunks), MAX_RESPONSE_BYTES), status >= 200 && status < 300);
+      return done(status, truncateUtf8(received, MAX_RESPONSE_BYTES), status >= 200 && status < 300);
     } catch (error) {
       if (timedOut) {
         return done(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false);
