@@ -100,10 +100,10 @@ async function dispatchRun(admin, receiver) {
   return { deliveries: expected, seconds: (end - start) / 1000, publishSeconds: (published - start) / 1000, rate: expected / ((end - start) / 1000) };
 }
 
-async function rawRun(receiver, ca) {
+/** `agent` is reused across rounds, as the daemon reuses its keep-alive connections. */
+async function rawRun(receiver, agent) {
   receiver.reset();
   const expected = EVENTS * ENDPOINTS;
-  const agent = new Agent({ connect: { ca }, connections: 64 });
   const start = performance.now();
   await pool(expected, 64, async (i) => {
     const body = JSON.stringify({ event: 'site.created', timestamp: new Date().toISOString(), data: { site_id: i + 1, domain: `e${i}.example.com` } });
@@ -116,7 +116,6 @@ async function rawRun(receiver, ca) {
     await res.body.dump();
   });
   const seconds = (performance.now() - start) / 1000;
-  await agent.close();
   return { deliveries: expected, seconds, rate: expected / seconds };
 }
 
@@ -134,11 +133,23 @@ async function benchDispatch() {
     const admin = await login(daemon.url, tls.cert);
     await admin.call('PUT', '/admin/settings', { rate_limit_mode: 'lockout' });
     await createEndpoints(admin, receiver.url, ENDPOINTS);
-    log('dispatch: daemon…');
-    const panel = await dispatchRun(admin, receiver);
-    log('dispatch: raw undici…');
-    const raw = await rawRun(receiver, tls.cert);
-    results.dispatch = { panel, raw, ratio: panel.rate / raw.rate };
+    // Alternating rounds, as for the API: the ratio is the median of the rounds' ratios.
+    const panels = [];
+    const raws = [];
+    const agent = new Agent({ connect: { ca: tls.cert }, connections: 64 });
+    try {
+      for (let round = 0; round < (QUICK ? 1 : 3); round++) {
+        log(`dispatch: daemon (round ${round + 1})…`);
+        panels.push(await dispatchRun(admin, receiver));
+        log(`dispatch: raw undici (round ${round + 1})…`);
+        raws.push(await rawRun(receiver, agent));
+      }
+    } finally {
+      await agent.close();
+    }
+    const ratios = panels.map((p, i) => p.rate / raws[i].rate);
+    const middle = ratios.indexOf(median(ratios));
+    results.dispatch = { panel: panels[middle], raw: raws[middle], ratio: ratios[middle], ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios), ratios };
   } finally {
     await stopDaemon(daemon);
     await receiver.close();
@@ -234,7 +245,7 @@ async function report() {
   const scaleRatio = scaleLarge.dispatch.rate / dispatch.panel.rate;
   const rows = [
     ['API: GET /sites with an API key vs bare fastify route (req/s, median of alternating rounds)', `${fmt(api.panel.rps)} vs ${fmt(api.baseline.rps)}`, `${fmt(api.ratio, 2)} (${fmt(api.ratioMin, 2)}–${fmt(api.ratioMax, 2)})`, '≥ 0.70', api.ratio >= 0.7],
-    ['Dispatch: 10 endpoints × 1,000 events vs raw signed undici (deliveries/s)', `${fmt(dispatch.panel.rate)} vs ${fmt(dispatch.raw.rate)}`, fmt(dispatch.ratio, 2), '≥ 0.50', dispatch.ratio >= 0.5],
+    ['Dispatch: 10 endpoints × 1,000 events vs raw signed undici (deliveries/s, median of alternating rounds)', `${fmt(dispatch.panel.rate)} vs ${fmt(dispatch.raw.rate)}`, `${fmt(dispatch.ratio, 2)} (${fmt(dispatch.ratioMin, 2)}–${fmt(dispatch.ratioMax, 2)})`, '≥ 0.50', dispatch.ratio >= 0.5],
     ['Scale: same dispatch, 1,000 full-log endpoints + 10,000 keys vs empty store', `${fmt(scaleLarge.dispatch.rate)} vs ${fmt(dispatch.panel.rate)}`, fmt(scaleRatio, 2), '≥ 0.80', scaleRatio >= 0.8],
     ['Scale: daemon peak RSS (MB)', fmt(scaleLarge.rss), '', '< 400', scaleLarge.rss < 400],
     ['Scale: API p99 latency, 50 connections (ms)', fmt(scaleLarge.api.p99, 1), '', '< 25', scaleLarge.api.p99 < 25],
