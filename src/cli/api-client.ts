@@ -1,6 +1,7 @@
 // The CLI's HTTP client: talks to the daemon as any API client would, over HTTPS verified
 // against the data directory's certificate (or --ca), never with verification turned off.
 // Errors become one line with a hint (connection refused, certificate, 401, 403).
+import type { Agent as HttpAgent } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { Dispatcher } from 'undici';
 import { EXIT, exitCodeForStatus } from '../shared/errors.js';
@@ -71,13 +72,14 @@ export function describeConnectionError(error: unknown, baseUrl: string): string
  */
 async function requestOnce(
   url: URL,
+  agent: HttpAgent,
   options: { method: string; headers: Record<string, string>; body?: string; ca?: string; timeoutMs: number },
 ): Promise<{ statusCode: number; text: string }> {
   const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
   return new Promise((resolve, reject) => {
     const request = transport.request(
       url,
-      { method: options.method, headers: options.headers, ...(options.ca ? { ca: options.ca } : {}), timeout: options.timeoutMs },
+      { method: options.method, headers: options.headers, agent, ...(options.ca ? { ca: options.ca } : {}), timeout: options.timeoutMs },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -94,6 +96,12 @@ async function requestOnce(
 export class ApiClient {
   #ca: string | undefined | null = null;
   #dispatcher: Dispatcher | null = null;
+  /**
+   * The client's own keep-alive agent: a command's requests share one connection, and close()
+   * ends it, so a finished command exits at once. (Node's global agent keeps sockets alive for
+   * seconds, holding the process open until main() forces the exit.)
+   */
+  #agent: HttpAgent | null = null;
 
   constructor(readonly options: ClientOptions) {}
 
@@ -133,7 +141,7 @@ export class ApiClient {
     const url = this.#url(path);
     let response: { statusCode: number; text: string };
     try {
-      response = await requestOnce(url, { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
+      response = await requestOnce(url, await this.#agentFor(url), { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
     } catch (error) {
       throw new CliError(describeConnectionError(error, this.baseUrl));
     }
@@ -171,7 +179,16 @@ export class ApiClient {
     }
   }
 
+  async #agentFor(url: URL): Promise<HttpAgent> {
+    if (!this.#agent) {
+      const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
+      this.#agent = new transport.Agent({ keepAlive: true });
+    }
+    return this.#agent;
+  }
+
   async close(): Promise<void> {
+    this.#agent?.destroy();
     await this.#dispatcher?.close();
   }
 }
