@@ -62,13 +62,18 @@ export default fp(
       },
     });
 
-    app.addHook('onRequest', async (request) => {
-      if (request.is404 || !request.routeOptions.config?.lockout) return;
+    const refuseLocked = async (request: FastifyRequest) => {
       const settings = await app.store.settings.get();
       if (settings.rate_limit_mode === 'requests') return;
       const record = await app.store.limiter.get(keyOf(request));
       const now = app.clock();
       if (record && record.locked_until > now) throw tooManyAttempts(record.locked_until - now);
+    };
+    // Only the routes marked `lockout` carry the check (after the global auth and limit hooks),
+    // so every other request skips it entirely.
+    app.addHook('onRoute', (route) => {
+      if (!route.config?.lockout) return;
+      route.onRequest = [...(route.onRequest ? [route.onRequest].flat() : []), refuseLocked] as typeof route.onRequest;
     });
   },
   { name: 'lockout', dependencies: ['errors'] },

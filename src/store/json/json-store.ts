@@ -198,20 +198,25 @@ export class JsonStore implements Store, CollectionHost {
       },
     };
 
+    // Read on every request (request limits): one frozen snapshot, rebuilt after each change.
+    let settings: Readonly<Settings> | null = null;
+    const currentSettings = () => (settings ??= Object.freeze({ ...DEFAULT_SETTINGS, ...data().settings }));
     this.settings = {
       async get(): Promise<Settings> {
-        return { ...DEFAULT_SETTINGS, ...data().settings };
+        return currentSettings();
       },
       async update(patch: SettingsPatch): Promise<Settings> {
         const before = { ...data().settings };
         Object.assign(data().settings, patch);
+        settings = null;
         try {
           await store.commit();
         } catch (error) {
           data().settings = before;
+          settings = null;
           throw error;
         }
-        return { ...DEFAULT_SETTINGS, ...data().settings };
+        return currentSettings();
       },
     };
   }
