@@ -86,10 +86,14 @@ async function benchApi() {
 }
 
 /** Publishes EVENTS events fanned out to ENDPOINTS endpoints; returns deliveries per second. */
-async function dispatchRun(admin, receiver) {
-  // Events come from the rest of the panel, an integration: it authenticates with an API key.
+/** Events come from the rest of the panel, an integration: it authenticates with an API key. */
+async function makePublisher(admin) {
   const { key } = await admin.call('POST', '/auth/api-keys', { name: 'publisher' });
-  const publisher = admin.withToken(key);
+  return admin.withToken(key);
+}
+
+/** `publisher` keeps its connections across rounds, as an integration would. */
+async function dispatchRun(publisher, receiver) {
   receiver.reset();
   const expected = EVENTS * ENDPOINTS;
   const start = performance.now();
@@ -137,10 +141,11 @@ async function benchDispatch() {
     const panels = [];
     const raws = [];
     const agent = new Agent({ connect: { ca: tls.cert }, connections: 64 });
+    const publisher = await makePublisher(admin);
     try {
       for (let round = 0; round < (QUICK ? 1 : 3); round++) {
         log(`dispatch: daemon (round ${round + 1})…`);
-        panels.push(await dispatchRun(admin, receiver));
+        panels.push(await dispatchRun(publisher, receiver));
         log(`dispatch: raw undici (round ${round + 1})…`);
         raws.push(await rawRun(receiver, agent));
       }
@@ -149,7 +154,7 @@ async function benchDispatch() {
     }
     const ratios = panels.map((p, i) => p.rate / raws[i].rate);
     const middle = ratios.indexOf(median(ratios));
-    results.dispatch = { panel: panels[middle], raw: raws[middle], ratio: ratios[middle], ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios), ratios };
+    results.dispatch = { panel: panels[middle], raw: raws[middle], ratio: ratios[middle], ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios), ratios, panelMedianRate: median(panels.map((p) => p.rate)) };
   } finally {
     await stopDaemon(daemon);
     await receiver.close();
@@ -197,7 +202,11 @@ async function benchScale(endpoints, keys) {
     const admin = await login(daemon.url, tls.cert);
     await admin.call('PUT', '/admin/settings', { rate_limit_mode: 'lockout' });
     log(`scale ${endpoints}/${keys}: dispatch…`);
-    const dispatch = await dispatchRun(admin, receiver);
+    // The same rounds as the empty-store dispatch, so the two medians compare like with like.
+    const publisher = await makePublisher(admin);
+    const rounds = [];
+    for (let round = 0; round < (QUICK ? 1 : 3); round++) rounds.push(await dispatchRun(publisher, receiver));
+    const dispatch = rounds.find((r) => r.rate === median(rounds.map((x) => x.rate)));
     log(`scale ${endpoints}/${keys}: API latency…`);
     const api = await cannon(`${daemon.url}/api/v1/sites`, tls.cert, { authorization: `Bearer ${key}` });
     const rss = await peakRssMb(daemon.pid);
@@ -236,7 +245,7 @@ async function benchCli() {
     }
     const cli = median(cliTimes);
     const node = median(nodeTimes);
-    results.cli = { cli, node, ratio: cli / node };
+    results.cli = { cli, node, ratio: cli / node, runs };
   } finally {
     await stopDaemon(daemon);
     await rm(dataDir, { recursive: true, force: true });
@@ -249,11 +258,12 @@ function fmt(n, digits = 0) {
 
 async function report() {
   const { api, dispatch, cli, scaleSmall, scaleLarge } = results;
-  const scaleRatio = scaleLarge.dispatch.rate / dispatch.panel.rate;
+  // Medians of the same number of rounds on each side.
+  const scaleRatio = scaleLarge.dispatch.rate / dispatch.panelMedianRate;
   const rows = [
     ['API: GET /sites with an API key vs bare fastify route (req/s, median of alternating rounds)', `${fmt(api.panel.rps)} vs ${fmt(api.baseline.rps)}`, `${fmt(api.ratio, 2)} (${fmt(api.ratioMin, 2)}–${fmt(api.ratioMax, 2)})`, '≥ 0.70', api.ratio >= 0.7],
     ['Dispatch: 10 endpoints × 1,000 events vs raw signed undici (deliveries/s, median of alternating rounds)', `${fmt(dispatch.panel.rate)} vs ${fmt(dispatch.raw.rate)}`, `${fmt(dispatch.ratio, 2)} (${fmt(dispatch.ratioMin, 2)}–${fmt(dispatch.ratioMax, 2)})`, '≥ 0.50', dispatch.ratio >= 0.5],
-    ['Scale: same dispatch, 1,000 full-log endpoints + 10,000 keys vs empty store', `${fmt(scaleLarge.dispatch.rate)} vs ${fmt(dispatch.panel.rate)}`, fmt(scaleRatio, 2), '≥ 0.80', scaleRatio >= 0.8],
+    ['Scale: same dispatch, 1,000 full-log endpoints + 10,000 keys vs empty store (median deliveries/s)', `${fmt(scaleLarge.dispatch.rate)} vs ${fmt(dispatch.panelMedianRate)}`, fmt(scaleRatio, 2), '≥ 0.80', scaleRatio >= 0.8],
     ['Scale: daemon peak RSS (MB)', fmt(scaleLarge.rss), '', '< 400', scaleLarge.rss < 400],
     ['Scale: API p99 latency, 50 connections (ms)', fmt(scaleLarge.api.p99, 1), '', '< 25', scaleLarge.api.p99 < 25],
     ['CLI: `keys list --json` vs `node -e 0` (median ms)', `${fmt(cli.cli)} vs ${fmt(cli.node)}`, fmt(cli.ratio, 2), '≤ 2.5×', cli.ratio <= 2.5],
@@ -262,7 +272,7 @@ async function report() {
   const growth = [
     '| endpoints (full logs) | API keys | dispatch deliveries/s | API req/s | API p99 ms | peak RSS MB |',
     '|---|---|---|---|---|---|',
-    `| 10 (empty logs) | 1 | ${fmt(dispatch.panel.rate)} | ${fmt(api.panel.rps)} | ${fmt(api.panel.p99, 1)} | – |`,
+    `| 10 (empty logs) | 1 | ${fmt(dispatch.panelMedianRate)} | ${fmt(api.panel.rps)} | ${fmt(api.panel.p99, 1)} | – |`,
     ...[scaleSmall, scaleLarge].map((s) => `| ${fmt(s.endpoints)} | ${fmt(s.keys)} | ${fmt(s.dispatch.rate)} | ${fmt(s.api.rps)} | ${fmt(s.api.p99, 1)} | ${fmt(s.rss)} |`),
   ].join('\n');
   const cpu = os.cpus()[0]?.model ?? 'unknown';
@@ -274,24 +284,42 @@ Every benchmark runs the built daemon as a separate process and its baseline in 
 the ratios hold where absolute numbers drift. The load generator shares the machine's cores with
 the process under test, as does the baseline.
 
+**Method.** The machine is a shared virtual machine whose speed changes from minute to minute
+(the bare route alone has measured anywhere from 21,000 to 46,000 req/s). So the daemon and its
+baseline are measured in alternating rounds (API: ${api.rounds} rounds of ${Math.max(2, Math.round(DURATION / 2))} s
+each side after a warm-up; dispatch: ${dispatch.ratios.length} rounds; CLI: ${cli.runs} alternating runs) and
+each ratio is the median of the rounds' ratios, shown with its range. Clients keep their
+connections across rounds on both sides (the daemon's webhook agent does too).
+
 ${table}
 
 API p99 on the empty store: ${fmt(api.panel.p99, 1)} ms (baseline ${fmt(api.baseline.p99, 1)} ms).
+
+## What the request and dispatch paths do to stay close to their baselines
+
+- **API**: an API key is found by its SHA-256 (one-shot \`crypto.hash\`) in an in-memory index;
+  its \`last_used_at\` is kept to the second, so a key used many times a second is recorded
+  once and flushed with the next lazy write. \`GET /sites\` keeps its serialised listing per
+  view (subscription, or all for an admin) until a site changes (the collection's revision),
+  while authorisation and the choice of subscription still run on every request. Request
+  loggers are made only when a line is written at the configured level. Settings are read from
+  a frozen snapshot rebuilt on change; the lockout check hooks only the routes marked for it.
+- **Dispatch**: one keep-alive undici agent; an attempt reads at most 4 KB of the answer by
+  stream events (no async iterator, no decoder per attempt), so a webhook attempt costs the
+  daemon about what a raw undici POST costs its client. An event and its deliveries are one
+  fsynced append to the outbox journal (group commit: one fsync for all events published
+  while the previous was being written); a final outcome is a small unsynced journal line, a
+  pending retry a synced one.
 
 ## How cost grows
 
 ${growth}
 
-- **API keys**: looked up by SHA-256 hash in an in-memory index (O(1)); \`last_used_at\` is
-  updated in memory and flushed with the next write, not per request, so 10,000 keys do not
-  change the request path.
+- **API keys**: 10,000 keys do not change the request path (hash index, O(1)).
 - **Endpoints and logs**: each endpoint's delivery log is its own JSON-lines file, appended per
   attempt and read only when asked for, so recording an attempt costs the same with 10 or 1,000
   endpoints, and full logs are not held in memory (peak RSS above). Matching an event to
   endpoints is a scan of the endpoint list in memory, O(endpoints) per event, not per attempt.
-- **Dispatch**: an event and its deliveries are one fsynced append to the outbox journal; the
-  journal's group commit shares one fsync among all events published while the previous one
-  was being written.
 
 ## Reproduce
 
