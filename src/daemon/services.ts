@@ -37,6 +37,12 @@ export interface Principal {
  */
 export type AuthLevel = 'none' | 'user' | 'jwt' | 'admin' | 'admin_jwt';
 
+/** What the request hooks need of the matched route. */
+export interface RouteInfo {
+  url: string | undefined;
+  config: import('fastify').FastifyContextConfig;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     store: Store;
@@ -46,6 +52,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal: Principal | null;
+    /** The matched route's URL pattern and config, read once per request (see routeOf). */
+    routeInfo: RouteInfo | null;
   }
   interface FastifyContextConfig {
     auth?: AuthLevel;

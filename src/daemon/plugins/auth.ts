@@ -8,7 +8,19 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import { hashApiKey, looksLikeApiKey } from '../auth/api-keys.js';
 import { TokenError } from '../auth/tokens.js';
-import type { Principal } from '../services.js';
+import type { Principal, RouteInfo } from '../services.js';
+
+/**
+ * The matched route's URL and config. Fastify builds a fresh `routeOptions` object (a dozen
+ * fields) on every access; the hooks of every request need it several times, so it is read once.
+ */
+export function routeOf(request: FastifyRequest): RouteInfo {
+  if (!request.routeInfo) {
+    const options = request.routeOptions;
+    request.routeInfo = { url: options.url, config: options.config ?? {} };
+  }
+  return request.routeInfo;
+}
 
 /** Extracts the presented credential, or null when none was sent. */
 export function presentedCredential(request: FastifyRequest): string | null {
@@ -58,10 +70,11 @@ const refusals = new WeakMap<FastifyRequest, ApiError>();
 export default fp(
   async function auth(app: FastifyInstance) {
     app.decorateRequest('principal', null);
+    app.decorateRequest('routeInfo', null);
 
     app.addHook('onRequest', async (request) => {
       if (request.is404) return;
-      const level = request.routeOptions.config?.auth ?? 'user';
+      const level = routeOf(request).config.auth ?? 'user';
       if (level === 'none') return;
       try {
         const credential = presentedCredential(request);
@@ -77,7 +90,7 @@ export default fp(
 
     app.addHook('preParsing', async (request, _reply, payload) => {
       if (request.is404) return payload;
-      const level = request.routeOptions.config?.auth ?? 'user';
+      const level = routeOf(request).config.auth ?? 'user';
       if (level === 'none') return payload;
       const refusal = refusals.get(request);
       if (refusal) throw refusal;

@@ -11,6 +11,7 @@ import { ApiError } from '../../shared/errors.js';
 import type { Settings } from '../../shared/settings.js';
 import type { LimiterRecord } from '../../store/types.js';
 import { KeyedLock } from '../auth/keyed-lock.js';
+import { routeOf } from './auth.js';
 
 export type LimitScope = 'login' | 'reset' | 'user';
 
@@ -81,10 +82,10 @@ export default fp(
     ) as Record<LimitScope, ReturnType<FastifyInstance['createRateLimit']>>;
 
     app.addHook('onRequest', async (request, reply) => {
-      if (!request.url.startsWith('/api/v1/') || EXEMPT_ROUTES.has(request.routeOptions.url ?? '')) return;
+      if (!request.url.startsWith('/api/v1/') || EXEMPT_ROUTES.has(routeOf(request).url ?? '')) return;
       const settings = await app.store.settings.get();
       if (settings.rate_limit_mode === 'lockout') return;
-      const scope = (!request.is404 && request.routeOptions.config?.limit) || 'user';
+      const scope = (!request.is404 && routeOf(request).config.limit) || 'user';
       const result = await limiters[scope](request);
       if (result.isAllowed) return;
       // The plugin's own headers give seconds until the reset; section 8 wants the Unix time.
