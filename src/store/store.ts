@@ -72,6 +72,11 @@ export interface LimiterRepository {
 
 export interface SettingsRepository {
   get(): Promise<Settings>;
+  /**
+   * The settings as last read or written, without waiting: every request consults them (the
+   * request limits), so backends keep them in memory and refresh them on update.
+   */
+  current(): Readonly<Settings>;
   update(patch: SettingsPatch): Promise<Settings>;
 }
 

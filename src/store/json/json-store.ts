@@ -205,6 +205,7 @@ export class JsonStore implements Store, CollectionHost {
       async get(): Promise<Settings> {
         return currentSettings();
       },
+      current: currentSettings,
       async update(patch: SettingsPatch): Promise<Settings> {
         const before = { ...data().settings };
         Object.assign(data().settings, patch);
