@@ -1,5 +1,6 @@
 // API keys against the real daemon: the key is shown once and never stored, works as Bearer and
 // X-API-Key, cannot manage keys (JWT only), and stops working at its expiry or deletion at once.
+import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, createUser, filesContaining, putSettings, sleep } from './helpers.js';
@@ -161,6 +162,37 @@ describe('API keys', () => {
     const byAdmin = await daemon.request('DELETE', `/auth/api-keys/${theirs.id}`, { token: admin });
     expect(byAdmin.status).toBe(200);
     expect((await daemon.request('GET', '/auth/me', { token: theirs.key })).status).toBe(401);
+  });
+
+  it('on one keep-alive connection: each request is its own key\'s caller, and a revoked key or deleted user is refused at once', async () => {
+    // One connection for every request below: a caller remembered for the connection must never
+    // outlive its key or its user, nor answer for another key sent on the same connection.
+    const connection = new Client(daemon.url, { connect: { ca: daemon.ca }, pipelining: 1 });
+    const me = async (key: string) => {
+      const res = await connection.request({ method: 'GET', path: '/api/v1/auth/me', headers: { authorization: `Bearer ${key}` } });
+      const body = (await res.body.json()) as any;
+      return { status: res.statusCode, email: body.data?.email as string | undefined, error: body.error as string | null };
+    };
+    try {
+      const who = await createUser(daemon, admin, 'conn-owner@example.com');
+      const ownerToken = await daemon.login(who.email, who.password);
+      const mine = await createKey(ownerToken, { name: 'conn-1' });
+      const theirs = await createKey(other, { name: 'conn-2' });
+      expect(await me(mine.key)).toMatchObject({ status: 200, email: 'conn-owner@example.com' });
+      expect(await me(mine.key)).toMatchObject({ status: 200, email: 'conn-owner@example.com' });
+      expect(await me(theirs.key)).toMatchObject({ status: 200, email: 'other@example.com' });
+      expect(await me(mine.key)).toMatchObject({ status: 200, email: 'conn-owner@example.com' });
+      expect(await me(mine.key.slice(0, -1) + (mine.key.endsWith('0') ? '1' : '0'))).toMatchObject({ status: 401 });
+
+      expect((await daemon.request('DELETE', `/auth/api-keys/${theirs.id}`, { token: other })).status).toBe(200);
+      expect(await me(theirs.key)).toMatchObject({ status: 401, error: 'not authenticated' });
+      expect(await me(mine.key)).toMatchObject({ status: 200 });
+
+      expect((await daemon.request('DELETE', `/admin/users/${who.id}`, { token: admin })).status).toBe(200);
+      expect(await me(mine.key)).toMatchObject({ status: 401, error: 'not authenticated' });
+    } finally {
+      await connection.close();
+    }
   });
 
   it('keeps the plaintext key in no file of the data directory, and last_used_at across a restart', async () => {

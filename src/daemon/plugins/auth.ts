@@ -3,6 +3,7 @@
 // Identification runs at onRequest and enforcement at preParsing: the request limits (onRequest
 // hooks registered after this plugin) then know the user, and still count and answer, with their
 // headers, a request whose credentials are refused. No body is parsed for a refused caller.
+import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
@@ -35,19 +36,21 @@ export function presentedCredential(request: FastifyRequest): string | null {
   return null;
 }
 
+/** An API key's caller, with when the key stops being valid (epoch ms; Infinity when never). */
+async function resolveApiKey(app: FastifyInstance, credential: string, now: number): Promise<{ principal: Principal; expiresAt: number }> {
+  const key = await app.store.apiKeys.byHash(hashApiKey(credential));
+  if (!key) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
+  const expiresAt = key.expires_at ? Date.parse(key.expires_at) : Infinity;
+  if (expiresAt <= now) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key has expired');
+  const user = await app.store.users.get(key.user_id);
+  if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
+  app.store.apiKeys.touch(key.id, now);
+  return { principal: { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id }, expiresAt };
+}
+
 export async function resolvePrincipal(app: FastifyInstance, credential: string): Promise<Principal> {
   const now = app.clock();
-  if (looksLikeApiKey(credential)) {
-    const key = await app.store.apiKeys.byHash(hashApiKey(credential));
-    if (!key) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
-    if (key.expires_at && Date.parse(key.expires_at) <= now) {
-      throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key has expired');
-    }
-    const user = await app.store.users.get(key.user_id);
-    if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
-    app.store.apiKeys.touch(key.id, now);
-    return { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id };
-  }
+  if (looksLikeApiKey(credential)) return (await resolveApiKey(app, credential, now)).principal;
   let claims;
   try {
     claims = await app.tokens.verify(credential);
@@ -67,45 +70,111 @@ export async function resolvePrincipal(app: FastifyInstance, credential: string)
 /** Why identification failed, kept until enforcement so request limits run in between. */
 const refusals = new WeakMap<FastifyRequest, ApiError>();
 
+/**
+ * The API-key caller last identified on a connection, with the revisions of the API keys and
+ * users it was identified against. Scripts and billing systems send the same key over one
+ * keep-alive connection many times a second. While no key and no user has changed since (a
+ * revoked key, a deleted user or a changed role all change a revision) and the key has not
+ * expired, the same key on the same connection is the same caller: it is known without hashing
+ * or lookups, and the request goes on without waiting. The remembered key is compared in
+ * constant time: behind a reverse proxy, one upstream connection can carry several clients.
+ */
+interface KnownCaller {
+  credential: Buffer;
+  principal: Principal;
+  expiresAt: number;
+  keys: number;
+  users: number;
+}
+const callers = new WeakMap<object, KnownCaller>();
+
+function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: string): Principal | null {
+  const known = callers.get(request.raw.socket);
+  if (!known) return null;
+  const presented = Buffer.from(credential);
+  if (presented.length !== known.credential.length || !timingSafeEqual(presented, known.credential)) return null;
+  if (known.keys !== app.store.apiKeys.revision() || known.users !== app.store.users.revision()) return null;
+  const now = app.clock();
+  if (known.expiresAt <= now) return null;
+  app.store.apiKeys.touch(known.principal.keyId!, now);
+  return known.principal;
+}
+
+/** Identifies the caller through the store; refusals are kept for enforcement (preParsing). */
+async function identify(app: FastifyInstance, request: FastifyRequest, credential: string): Promise<void> {
+  try {
+    if (!looksLikeApiKey(credential)) {
+      request.principal = await resolvePrincipal(app, credential);
+      return;
+    }
+    const keys = app.store.apiKeys.revision();
+    const users = app.store.users.revision();
+    const { principal, expiresAt } = await resolveApiKey(app, credential, app.clock());
+    request.principal = principal;
+    if (request.raw.socket) callers.set(request.raw.socket, { credential: Buffer.from(credential), principal, expiresAt, keys, users });
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    refusals.set(request, error);
+  }
+}
+
 export default fp(
   async function auth(app: FastifyInstance) {
     app.decorateRequest('principal', null);
     app.decorateRequest('routeInfo', null);
 
-    app.addHook('onRequest', async (request) => {
-      if (request.is404) return;
+    // Both hooks complete without a promise when they can (no credential lookup needed), so a
+    // known caller's request goes on in the same turn.
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (request.is404) return done();
       const level = routeOf(request).config.auth ?? 'user';
-      if (level === 'none') return;
+      if (level === 'none') return done();
+      let credential: string | null;
       try {
-        const credential = presentedCredential(request);
+        credential = presentedCredential(request);
         if (!credential) {
           throw new ApiError('NOT_AUTHENTICATED', 'authentication required: send Authorization: Bearer <JWT or API key>');
         }
-        request.principal = await resolvePrincipal(app, credential);
       } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
+        if (!(error instanceof ApiError)) return done(error as Error);
         refusals.set(request, error);
+        return done();
       }
+      const known = knownCaller(app, request, credential);
+      if (known) {
+        request.principal = known;
+        return done();
+      }
+      identify(app, request, credential).then(() => done(), done);
     });
 
-    app.addHook('preParsing', async (request, _reply, payload) => {
-      if (request.is404) return payload;
-      const level = routeOf(request).config.auth ?? 'user';
-      if (level === 'none') return payload;
-      const refusal = refusals.get(request);
-      if (refusal) throw refusal;
-      const principal = principalOf(request);
-      if ((level === 'jwt' || level === 'admin_jwt') && principal.via !== 'jwt') {
-        throw new ApiError('JWT_REQUIRED', 'this endpoint requires a JWT from /auth/login, not an API key');
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      try {
+        enforce(request);
+        done(null, payload);
+      } catch (error) {
+        done(error as Error);
       }
-      if ((level === 'admin' || level === 'admin_jwt') && principal.role !== 'admin') {
-        throw new ApiError('FORBIDDEN', 'this endpoint requires the admin role');
-      }
-      return payload;
     });
   },
   { name: 'auth', dependencies: ['errors'] },
 );
+
+/** Refuses the request unless its caller may use the route (the route's `config.auth`). */
+function enforce(request: FastifyRequest): void {
+  if (request.is404) return;
+  const level = routeOf(request).config.auth ?? 'user';
+  if (level === 'none') return;
+  const refusal = refusals.get(request);
+  if (refusal) throw refusal;
+  const principal = principalOf(request);
+  if ((level === 'jwt' || level === 'admin_jwt') && principal.via !== 'jwt') {
+    throw new ApiError('JWT_REQUIRED', 'this endpoint requires a JWT from /auth/login, not an API key');
+  }
+  if ((level === 'admin' || level === 'admin_jwt') && principal.role !== 'admin') {
+    throw new ApiError('FORBIDDEN', 'this endpoint requires the admin role');
+  }
+}
 
 /** The authenticated caller; routes with auth other than `none` always have one. */
 export function principalOf(request: FastifyRequest): Principal {
