@@ -297,9 +297,11 @@ API p99 on the empty store: ${fmt(api.panel.p99, 1)} ms (baseline ${fmt(api.base
 
 ## What the request and dispatch paths do to stay close to their baselines
 
-- **API**: an API key is found by its SHA-256 (one-shot \`crypto.hash\`) in an in-memory index;
-  its \`last_used_at\` is kept to the second, so a key used many times a second is recorded
-  once and flushed with the next lazy write. \`GET /sites\` keeps its serialised listing per
+- **API**: an API key is found by its SHA-256 (one-shot \`crypto.hash\`) in an in-memory index,
+  and the caller found is remembered for the keep-alive connection while no key and no user
+  changes (so a polling script's next request skips hashing and lookups, and the
+  authentication hooks finish without a promise); its \`last_used_at\` is kept to the second,
+  so a key used many times a second is recorded once and flushed with the next lazy write. \`GET /sites\` keeps its serialised listing per
   view (subscription, or all for an admin) until a site changes (the collection's revision),
   while authorisation and the choice of subscription still run on every request. Request
   loggers are made only when a line is written at the configured level. Settings are read from
