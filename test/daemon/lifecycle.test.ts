@@ -113,8 +113,13 @@ describe('durability and shutdown', () => {
       const { key } = (await daemon.request('POST', '/auth/api-keys', { token, body: { name: 'logged' } })).body.data;
       expect((await daemon.request('GET', '/sites', { token: key })).status).toBe(200);
       expect((await daemon.request('GET', '/sites', { token: 'ncp_' + '0'.repeat(64) })).status).toBe(401);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // pino writes asynchronously
-      const lines = daemon.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      // The daemon's output reaches this process through a pipe: wait for the last answer's line.
+      // Complete lines only: the last piece may still be arriving.
+      const parsed = () => daemon.output().split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      for (let waited = 0; waited < 5000 && !parsed().some((l) => l.msg === 'request completed' && l.res?.statusCode === 401); waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const lines = parsed();
       const sites = lines.filter((l) => l.msg === 'incoming request' && l.req?.url === '/api/v1/sites');
       expect(sites).toHaveLength(2);
       for (const incoming of sites) {
