@@ -104,7 +104,7 @@ describe('durability and shutdown', () => {
     expect(status.code).toBe(1);
     expect(status.stderr).toContain('not running');
     await daemon.dispose();
-  });
+  }, 60_000); // three starts and stops: about 9 s on a loaded CI machine
 
   it('logs each request at info with its request id, and no credential', async () => {
     const daemon = await startDaemon({ args: ['--log-level', 'info'] });
