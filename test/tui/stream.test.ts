@@ -127,7 +127,8 @@ describe('followDeliveries', () => {
       onEntry: () => undefined,
       onStatus: (state, detail) => states.push([state, detail]),
     });
-    await until(() => connections >= 2);
+    // The second connection as the client sees it (answer headers in), not only as the server does.
+    await until(() => connections >= 2 && states.filter(([state]) => state === 'connected').length >= 2);
     controller.abort();
     await done;
     expect(states.slice(0, 4)).toEqual([
