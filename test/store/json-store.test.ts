@@ -63,6 +63,35 @@ describe('JsonStore', () => {
     await store.close();
   });
 
+  it('writes recorded key uses on their own only after usageFlushMs, and sooner with any other change', async () => {
+    const paths = await tempLayout();
+    let writes = 0;
+    const store = await JsonStore.open(paths, {
+      create: true,
+      lazyFlushMs: 30,
+      usageFlushMs: 400,
+      writeFn: async (path, content, mode) => {
+        writes++;
+        await atomicWrite(path, content, mode);
+      },
+    });
+    const key = await store.apiKeys.insert({ user_id: 1, name: 'k', key_hash: 'u'.repeat(64), key_prefix: 'ncp_u', last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
+    const onDisk = async () => JSON.parse(await readFile(paths.store, 'utf8')).api_keys[0].last_used_at as string | null;
+    writes = 0;
+    store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:00Z'));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect([writes, await onDisk()]).toEqual([0, null]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect([writes, await onDisk()]).toEqual([1, '2026-11-21T10:00:00.000Z']);
+
+    // A request window (lazyFlushMs) brings a pending key use along at its own, shorter delay.
+    store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:05Z'));
+    await store.limiter.put({ key: 'rl:user:1', count: 1, window_start: Date.now(), locked_until: 0 }, false);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect([writes, await onDisk()]).toEqual([2, '2026-11-21T10:00:05.000Z']);
+    await store.close();
+  });
+
   it('rolls a change back when it cannot be written, and reports it', async () => {
     const paths = await tempLayout();
     let fail = false;
