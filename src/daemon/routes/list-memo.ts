@@ -14,10 +14,12 @@ export class ListMemo {
   constructor(private readonly capacity = 1024) {}
 
   /**
-   * Sends the 200 body for `view` of the collection at `revision`: the memoised serialisation, or
-   * `build()`'s envelope serialised by the route's own response schema (then remembered).
+   * Sends the 200 body for `view` of the collection (whose current revision `revisionOf` gives):
+   * the memoised serialisation, or `build()`'s envelope serialised by the route's own response
+   * schema (then remembered).
    */
-  async send(reply: FastifyReply, revision: number, view: string, build: () => Promise<unknown>): Promise<FastifyReply> {
+  async send(reply: FastifyReply, revisionOf: () => number, view: string, build: () => Promise<unknown>): Promise<FastifyReply> {
+    const revision = revisionOf();
     if (revision !== this.#revision) {
       this.#entries.clear();
       this.#revision = revision;
@@ -25,8 +27,8 @@ export class ListMemo {
     let body = this.#entries.get(view);
     if (body === undefined) {
       body = String(reply.serialize(await build()));
-      // Built while the collection changed (build awaited the store): serve it, do not keep it.
-      if (revision === this.#revision) {
+      // The collection changed while build awaited the store: serve the answer, do not keep it.
+      if (revisionOf() === revision && this.#revision === revision) {
         if (this.#entries.size >= this.capacity) this.#entries.clear();
         this.#entries.set(view, body);
       }

@@ -42,7 +42,7 @@ export default async function siteRoutes(app: FastifyInstance) {
       // itself is memoised, per subscription (or "all" for an admin), until a site changes.
       const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
       const view = subscription ? `subscription:${subscription.id}` : principal.role === 'admin' ? 'all' : 'none';
-      return lists.send(reply, app.store.sites.revision(), view, async () => {
+      return lists.send(reply, () => app.store.sites.revision(), view, async () => {
         let sites: SiteRecord[];
         if (subscription) sites = await app.store.sites.list((s) => s.subscription_id === subscription.id);
         else if (principal.role === 'admin') sites = await app.store.sites.list();
