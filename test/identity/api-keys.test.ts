@@ -2,8 +2,23 @@
 // X-API-Key, cannot manage keys (JWT only), and stops working at its expiry or deletion at once.
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sameSecret } from '../../src/daemon/plugins/auth.js';
 import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, createUser, filesContaining, putSettings, sleep } from './helpers.js';
+
+describe('sameSecret (the connection cache\'s constant-time comparison)', () => {
+  it('is true only for identical strings, whatever the lengths', () => {
+    const key = 'ncp_abcdefghijklmnopqrstuvwxyz0123456789ABCD';
+    expect(sameSecret(key, key)).toBe(true);
+    expect(sameSecret(key, key.slice(0, -1) + 'E')).toBe(false);
+    expect(sameSecret('x' + key.slice(1), key)).toBe(false);
+    expect(sameSecret(key.slice(0, -1), key)).toBe(false);
+    expect(sameSecret(key + 'A', key)).toBe(false);
+    expect(sameSecret('', key)).toBe(false);
+    expect(sameSecret(key, '')).toBe(false);
+    expect(sameSecret('', '')).toBe(true);
+  });
+});
 
 describe('API keys', () => {
   let daemon: TestDaemon;

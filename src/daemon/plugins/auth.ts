@@ -3,7 +3,6 @@
 // Identification runs at onRequest and enforcement at preParsing: the request limits (onRequest
 // hooks registered after this plugin) then know the user, and still count and answer, with their
 // headers, a request whose credentials are refused. No body is parsed for a refused caller.
-import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
@@ -80,7 +79,7 @@ const refusals = new WeakMap<FastifyRequest, ApiError>();
  * constant time: behind a reverse proxy, one upstream connection can carry several clients.
  */
 interface KnownCaller {
-  credential: Buffer;
+  credential: string;
   principal: Principal;
   expiresAt: number;
   keys: number;
@@ -88,11 +87,21 @@ interface KnownCaller {
 }
 const callers = new WeakMap<object, KnownCaller>();
 
+/**
+ * Constant-time equality of two secrets: every character of the remembered one is looked at
+ * whatever the presented one holds (the time tells only the length, which the key format fixes).
+ * It works on the strings themselves, so the per-request check allocates nothing.
+ */
+export function sameSecret(presented: string, remembered: string): boolean {
+  let difference = presented.length ^ remembered.length;
+  for (let i = 0; i < remembered.length; i++) difference |= presented.charCodeAt(i) ^ remembered.charCodeAt(i);
+  return difference === 0;
+}
+
 function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: string): Principal | null {
   const known = callers.get(request.raw.socket);
   if (!known) return null;
-  const presented = Buffer.from(credential);
-  if (presented.length !== known.credential.length || !timingSafeEqual(presented, known.credential)) return null;
+  if (!sameSecret(credential, known.credential)) return null;
   if (known.keys !== app.store.apiKeys.revision() || known.users !== app.store.users.revision()) return null;
   const now = app.clock();
   if (known.expiresAt <= now) return null;
@@ -111,7 +120,7 @@ async function identify(app: FastifyInstance, request: FastifyRequest, credentia
     const users = app.store.users.revision();
     const { principal, expiresAt } = await resolveApiKey(app, credential, app.clock());
     request.principal = principal;
-    if (request.raw.socket) callers.set(request.raw.socket, { credential: Buffer.from(credential), principal, expiresAt, keys, users });
+    if (request.raw.socket) callers.set(request.raw.socket, { credential, principal, expiresAt, keys, users });
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     refusals.set(request, error);
