@@ -2,7 +2,7 @@
 // its request id; building a pino child (with the redaction formatter run over its bindings)
 // costs about as much as answering a cached list, and most requests never write a line at the
 // configured level. This logger builds the child only when a line is actually written.
-import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type LogArgs = Parameters<FastifyBaseLogger['info']>;
@@ -72,3 +72,26 @@ export const childLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFa
   typeof (logger as Partial<PinoLike>).isLevelEnabled !== 'function' || ('level' in options && options.level !== undefined)
     ? logger.child(bindings, options)
     : (new RequestLogger(logger as PinoLike, bindings, options) as unknown as FastifyBaseLogger);
+
+/**
+ * Fastify's own lines about each request. Its two per-request `info` lines ("incoming request",
+ * "request completed") are written only when the daemon logs at `info` or below; above that they
+ * are skipped before they are assembled. Its warn and error lines (a request that errored, a
+ * stream or serialiser failure) are kept at every level.
+ */
+export class RequestLines extends LogController {
+  readonly #infoLines: boolean;
+
+  constructor(level: string) {
+    super();
+    this.#infoLines = ['info', 'debug', 'trace'].includes(level);
+  }
+
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (this.#infoLines) super.incomingRequest(request, reply, metadata);
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (error || this.#infoLines) super.requestCompleted(error, request, reply, metadata);
+  }
+}

@@ -3,12 +3,13 @@
 // stop accepting, let in-flight requests and deliveries finish (or leave them pending in the
 // outbox), flush the store, release the lock, exit 0.
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import { LogController, type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { layout, type DataLayout } from '../shared/paths.js';
 import { JsonStore } from '../store/json/json-store.js';
 import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { acquireLock } from './lock.js';
+import { RequestLines } from './request-logger.js';
 
 export interface ServeOptions {
   dataDir: string;
@@ -80,9 +81,7 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       },
       {
         logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' } },
-        // Fastify's per-request lines ("incoming request", "request completed") are info lines:
-        // above that level nobody reads them, so they are not even assembled.
-        logController: new LogController({ disableRequestLogging: !['info', 'debug', 'trace'].includes(options.logLevel ?? 'info') }),
+        logController: new RequestLines(options.logLevel ?? 'info'),
         ...(https ? { https } : {}),
       } as object,
     );
