@@ -166,6 +166,8 @@ export interface ClaimOptions {
   skipEndpoints?: readonly number[];
   /** Endpoint owners to skip (their share of the claimer's slots is used up). */
   skipOwners?: readonly number[];
+  /** Only these deliveries (a manual send the claimer wants to make at once); the skips do not apply. */
+  ids?: readonly string[];
 }
 
 /**
