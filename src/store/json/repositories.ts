@@ -76,7 +76,7 @@ export class JsonRepositories implements Repositories {
     const removeWebhook = (w: Writer, id: number): WebhookRecord | undefined => {
       const removed = w.delete<WebhookRecord>('webhooks', id);
       if (!removed) return undefined;
-      for (const delivery of state.deliveries.byGroup('endpoint', id)) w.delete('deliveries', delivery.id);
+      for (const delivery of state.lanes.ofEndpoint(id)) w.delete('deliveries', delivery.id);
       w.change({ kind: 'record', collection: 'webhooks', id });
       w.afterCommit.push(() => hooks.removeLogs([id]));
       return removed;
