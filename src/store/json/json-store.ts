@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdir, readdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Low, type Adapter } from 'lowdb';
 import type { DataLayout } from '../../shared/paths.js';
 import { SCHEMA_VERSION, migrate } from '../migrations.js';
 import {
@@ -44,6 +45,31 @@ export interface JsonStoreOptions {
   usageFlushMs?: number;
   /** The journal is folded into a new snapshot once it exceeds this size and the snapshot's. */
   compactAfterBytes?: number;
+}
+
+/**
+ * lowdb adapter for the snapshot document (store.json): strict reads (a file that cannot be
+ * read is an error, never replaced) and byte-checked atomic writes. The document is kept as its
+ * JSON text: it is serialised under the store's lock, in one go, at a consistent point.
+ */
+class SnapshotAdapter implements Adapter<string | null> {
+  constructor(
+    readonly path: string,
+    private readonly ops: FileOps,
+  ) {}
+
+  async read(): Promise<string | null> {
+    try {
+      return await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new StoreCorruptError(this.path, (error as Error).message);
+    }
+  }
+
+  async write(text: string | null): Promise<void> {
+    if (text !== null) await replaceFile(this.ops, this.path, text, 0o600);
+  }
 }
 
 interface JournalLine {
@@ -128,7 +154,16 @@ export class JsonStore implements Store {
   #usageTimer: NodeJS.Timeout | null = null;
   #closed = false;
 
-  private constructor(state: State, paths: DataLayout, ops: FileOps, gen: number, seq: number, snapshotBytes: number, options: JsonStoreOptions) {
+  private constructor(
+    state: State,
+    paths: DataLayout,
+    ops: FileOps,
+    private readonly snapshotFile: Low<string | null>,
+    gen: number,
+    seq: number,
+    snapshotBytes: number,
+    options: JsonStoreOptions,
+  ) {
     this.#state = state;
     this.#paths = paths;
     this.#ops = ops;
@@ -187,12 +222,9 @@ export class JsonStore implements Store {
   static async open(paths: DataLayout, options: JsonStoreOptions = {}): Promise<JsonStore> {
     const ops = { ...realFileOps, ...options.fileOps };
     const warn = options.warn ?? (() => undefined);
-    let text: string | null = null;
-    try {
-      text = await readFile(paths.store, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new StoreCorruptError(paths.store, (error as Error).message);
-    }
+    const snapshotFile = new Low<string | null>(new SnapshotAdapter(paths.store, ops), null);
+    await snapshotFile.read();
+    const text = snapshotFile.data;
     if (text === null && !options.create) throw new StoreCorruptError(paths.store, 'the file does not exist (run `panelctl init`)');
     let doc: Record<string, unknown> = {};
     if (text !== null) {
@@ -220,7 +252,7 @@ export class JsonStore implements Store {
     await mkdir(paths.deliveriesDir, { recursive: true, mode: 0o700 });
     const snapshotGen = typeof doc.journal_gen === 'number' ? doc.journal_gen : 1;
     const { gen, seq } = await replayJournals(paths.root, snapshotGen, state, warn);
-    const store = new JsonStore(state, paths, ops, gen, seq, text?.length ?? 0, options);
+    const store = new JsonStore(state, paths, ops, snapshotFile, gen, seq, text?.length ?? 0, options);
     if (rewrite) await store.#compactNow();
     return store;
   }
@@ -413,7 +445,9 @@ export class JsonStore implements Store {
       unlock();
     }
     await previous.close();
-    await replaceFile(this.#ops, this.#paths.store, snapshot, 0o600);
+    this.snapshotFile.data = snapshot;
+    await this.snapshotFile.write();
+    this.snapshotFile.data = null;
     this.#snapshotBytes = snapshot.length;
     for (const name of await readdir(this.#paths.root)) {
       const match = JOURNAL.exec(name);
