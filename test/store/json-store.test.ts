@@ -297,3 +297,27 @@ describe('JSON store files', () => {
     }
   });
 });
+
+describe('JSON delivery logs', () => {
+  it('one append of many entries to a new endpoint lists them newest first by id', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    const entries = Array.from({ length: 20 }, (_, i) => ({
+      delivery_id: `d${i}`,
+      endpoint_id: 4,
+      event: 'site.created',
+      payload: {},
+      attempt: 1,
+      status_code: 200,
+      response: '',
+      success: true,
+      duration_ms: 1,
+      created_at: T0,
+      request_headers: {},
+    }));
+    const appended = await store.deliveryLog.append(entries);
+    const listed = await store.deliveryLog.list(4);
+    expect(listed.map((e) => e.id)).toEqual(appended.map((e) => e.id).reverse());
+    await store.close();
+  });
+});

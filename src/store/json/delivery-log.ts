@@ -49,7 +49,20 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     if (entries.length === 0) return [];
     const first = this.host.reserveIds(entries.length);
     const full = entries.map((entry, i): DeliveryLogEntry => ({ id: first + i, ...entry }));
-    await Promise.all(full.map((entry) => this.#appendOne(entry)));
+    // Per endpoint in id order (each endpoint's first append reads its file first).
+    const byEndpoint = new Map<number, DeliveryLogEntry[]>();
+    for (const entry of full) {
+      const list = byEndpoint.get(entry.endpoint_id);
+      if (list) list.push(entry);
+      else byEndpoint.set(entry.endpoint_id, [entry]);
+    }
+    await Promise.all(
+      [...byEndpoint].map(async ([endpointId, entries]) => {
+        if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
+        // From here the appends start in order (waits on a compaction resume in call order).
+        await Promise.all(entries.map((entry) => this.#appendOne(entry)));
+      }),
+    );
     for (const entry of full) {
       this.#latest.push(entry);
       this.host.appended(entry);
