@@ -253,6 +253,34 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect((await a.settings.update({ jwt_ttl_seconds: 600 })).login_max_attempts).toBe(7);
   });
 
+  it('reconnects its LISTEN connection when the server drops it, and asks listeners to look again', async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const lookAgain = nextChange(b, (c) => c.kind === 'outbox');
+      const { rows } = await admin.query(
+        "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE application_name = 'panelctl-listen' AND datname = current_database()",
+      );
+      expect(rows.length).toBe(2); // a's and b's
+      await lookAgain;
+      const seen = nextChange(b, (c) => c.kind === 'record' && c.collection === 'users');
+      const made = await a.users.insert(user());
+      expect(await seen).toEqual({ kind: 'record', collection: 'users', id: made.id });
+
+      // Pool connections killed under the store: the call fails as unavailable or succeeds on a
+      // fresh connection, never with a driver error.
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'panelctl' AND datname = current_database()",
+      );
+      const result = await a.users.get(made.id).catch((e: unknown) => e);
+      if (result instanceof Error) expect(result).toBeInstanceOf(StoreUnavailableError);
+      else expect(result).toEqual(made);
+      expect(await a.users.get(made.id)).toEqual(made);
+    } finally {
+      await admin.end();
+    }
+  });
+
   it('never gives two store instances the same delivery, and spreads claims over endpoints', async () => {
     const owner = await a.users.insert(user());
     const hooks = await Promise.all(Array.from({ length: 8 }, () => a.webhooks.insert(webhook(owner.id))));
