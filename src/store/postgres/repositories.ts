@@ -161,6 +161,11 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
         if (customer.rows[0]?.role !== 'customer') {
           throw new StoreConflictError('users.customer', 'customer_id does not name a customer');
         }
+        // The same order of checks as the JSON store, so both answer the same conflict.
+        const same = await d.query('SELECT 1 FROM subscriptions WHERE main_domain = $1', [record.main_domain]);
+        if (same.rowCount) {
+          throw new StoreConflictError('subscriptions.main_domain', 'a subscription with this main domain already exists');
+        }
         const taken = await d.query(
           `SELECT 1 FROM sites s JOIN subscriptions b ON b.id = s.subscription_id
            WHERE s.domain = $1 AND b.customer_id <> $2 LIMIT 1`,
@@ -220,6 +225,8 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
           record.subscription_id,
         ]);
         if (!sub.rows[0]) throw new StoreConflictError('subscriptions.missing', 'the subscription does not exist');
+        const same = await d.query('SELECT 1 FROM sites WHERE domain = $1', [record.domain]);
+        if (same.rowCount) throw new StoreConflictError('sites.domain', 'a site with this domain already exists');
         const taken = await d.query('SELECT 1 FROM subscriptions WHERE main_domain = $1 AND customer_id <> $2 LIMIT 1', [
           record.domain,
           sub.rows[0].customer_id,
@@ -425,31 +432,20 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const { owner, now, leaseMs, limit, perEndpoint } = options;
       if (limit <= 0 || perEndpoint <= 0) return [];
       const byIds = options.ids !== undefined;
-      // Candidates in due order, ranked within their endpoint; the chosen rows are locked with
-      // SKIP LOCKED (a concurrent claimer takes others) and leased in the same statement. The
-      // lease condition is repeated on the locked rows: a row another claimer leased after this
-      // statement's snapshot is re-checked against its newest version and dropped.
-      const { rows } = await db.query(
-        `WITH candidates AS (
-           SELECT id, next_attempt_at, created_at,
-                  row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, created_at, id) AS rank
-           FROM deliveries
-           WHERE state = 'pending' AND next_attempt_at <= $2
-             AND (lease_until IS NULL OR lease_until <= $2)
-             AND CASE WHEN $8::boolean THEN id = ANY ($9::text[])
-                      ELSE NOT (endpoint_id = ANY ($6::bigint[])) AND (owner_id IS NULL OR NOT (owner_id = ANY ($7::bigint[]))) END
-         ), picked AS (
-           SELECT d.id FROM deliveries d JOIN candidates c ON c.id = d.id
-           WHERE c.rank <= $5 AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= $2)
-           ORDER BY c.next_attempt_at, c.created_at, c.id
-           LIMIT $4
-           FOR UPDATE OF d SKIP LOCKED
-         )
-         UPDATE deliveries d SET lease_owner = $1, lease_until = $2::bigint + $3::bigint
-         FROM picked WHERE d.id = picked.id
-         RETURNING d.*`,
-        [owner, now, leaseMs, limit, perEndpoint, options.skipEndpoints ?? [], options.skipOwners ?? [], byIds, options.ids ?? []],
-      );
+      // Due, unleased candidates ranked within their endpoint; the first `limit` of rank <=
+      // `perEndpoint` are locked (SKIP LOCKED) and leased in one statement, claims taken one at
+      // a time across daemons (see panelctl_claim in migrations.ts).
+      const { rows } = await db.query('SELECT * FROM panelctl_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+        owner,
+        now,
+        leaseMs,
+        limit,
+        perEndpoint,
+        options.skipEndpoints ?? [],
+        options.skipOwners ?? [],
+        byIds,
+        options.ids ?? [],
+      ]);
       return rows
         .map(toDelivery)
         .sort((a, b) => a.next_attempt_at - b.next_attempt_at || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
@@ -563,7 +559,7 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const limit = Math.max(0, Math.min(query.limit ?? LOG_RETENTION, LOG_RETENTION));
       const where = ['endpoint_id = $1'];
       const values: unknown[] = [endpointId];
-      if (query.failed) where.push('NOT success');
+      if (query.failed !== undefined) where.push(query.failed ? 'NOT success' : 'success');
       if (query.event !== undefined) {
         values.push(query.event);
         where.push(`event = $${values.length}`);
