@@ -4,6 +4,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { layout } from '../../src/shared/paths.js';
+import { JsonStore } from '../../src/store/json/json-store.js';
 import { importJsonStore } from '../../src/store/postgres/import-json.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { StoreError } from '../../src/store/store.js';
@@ -32,6 +34,12 @@ const user = (id: number, email: string, role: 'admin' | 'customer') => ({
   created_at: T,
   updated_at: T,
 });
+
+/** Without an id (a store assigns it). */
+const newUser = (email: string, role: 'admin' | 'customer') => {
+  const { id: _id, ...record } = user(0, email, role);
+  return record;
+};
 
 function fixture(): { data: StoreData; deliveries: DeliveryRecord[]; log: DeliveryLogEntry[] } {
   const data: StoreData = {
@@ -102,7 +110,70 @@ async function writeDataDir(): Promise<{ dir: string } & ReturnType<typeof fixtu
 }
 
 describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
-  it('copies every record with its id, the pending deliveries, the logs, settings and the JWT secret', async () => {
+  it('copies what the JSON store holds (snapshot plus journals not yet folded in), as its own repositories answer it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'panelctl-import-'));
+    dirs.push(dir);
+    await writeFile(join(dir, 'jwt-secret'), 'journal-secret\n');
+    const json = await JsonStore.open(layout(dir), { create: true });
+    const admin = await json.users.insert(newUser('root@example.com', 'admin'));
+    const customer = await json.users.insert(newUser('c@example.com', 'customer'));
+    await json.users.update(customer.id, { token_generation: 4, password_changed_at: T });
+    const gone = await json.users.insert(newUser('gone@example.com', 'customer'));
+    await json.users.remove(gone.id);
+    await json.apiKeys.insert({ user_id: customer.id, name: 'k', key_hash: 'c'.repeat(64), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: T });
+    const sub = await json.subscriptions.insert({ customer_id: customer.id, main_domain: 'c.example', is_default: false, status: 'active', created_at: T, updated_at: T });
+    await json.sites.insert({ subscription_id: sub.id, domain: 'www.c.example', created_at: T });
+    const hook = await json.webhooks.insert({ user_id: customer.id, url: 'https://h.example/x', secret: 's', events: '*', active: true, created_at: T, updated_at: T });
+    await json.resetTokens.insert({ user_id: customer.id, token_hash: 'd'.repeat(64), expires_at: T, used_at: null, created_at: T });
+    await json.revokedTokens.revoke('jti-1', 4_000_000_000_000);
+    await json.limiter.hit('login:x', 60_000, 1_000);
+    await json.settings.update({ jwt_ttl_seconds: 3600 });
+    const d = (id: string) => ({ id, endpoint_id: hook.id, owner_id: customer.id, event: 'site.created', body: '{}', state: 'pending' as const, attempts: 0, next_attempt_at: 1_000, created_at: T });
+    await json.outbox.enqueue({ id: 'e1', event: 'site.created', owner_id: customer.id, data: {}, timestamp: T }, [d('d1'), d('d2'), d('d3')]);
+    await json.outbox.claim({ owner: 'w', now: 1_000, leaseMs: 1_000, limit: 10, perEndpoint: 10, ids: ['d1', 'd2'] });
+    await json.outbox.settle('w', [
+      { id: 'd1', state: 'succeeded', attempts: 1, next_attempt_at: 1_000 },
+      { id: 'd2', state: 'pending', attempts: 1, next_attempt_at: 3_000 },
+    ]);
+    // One entry first: the JSON store writes a fresh endpoint's first batch out of id order.
+    const attempt = (i: number) => ({ delivery_id: 'd1', endpoint_id: hook.id, event: 'site.created', payload: { i }, attempt: 1, status_code: 200, response: '', success: true, duration_ms: 1, created_at: T, request_headers: {} });
+    const logged = [...(await json.deliveryLog.append([attempt(0)])), ...(await json.deliveryLog.append(Array.from({ length: 119 }, (_, i) => attempt(i + 1))))];
+    await json.flush();
+    // Left open, as after a crash: the journal holds what the snapshot does not.
+    const url = await createDatabase(adminUrl!);
+    const summary = await importJsonStore(dir, url);
+    expect(summary).toMatchObject({ users: 2, deliveries: 2, log_entries: 100, revoked_tokens: 1, limiter: 1, settings: true, jwt_secret: true, skipped: 0 });
+
+    const pgStore = await PostgresStore.open(url);
+    try {
+      // PostgreSQL answers the optional user fields explicitly (null, 0) where the JSON store leaves them out.
+      expect(await pgStore.users.list()).toEqual((await json.users.list()).map((u) => ({ password_changed_at: null, token_generation: 0, ...u })));
+      expect(await pgStore.apiKeys.listByUser(customer.id)).toEqual(await json.apiKeys.listByUser(customer.id));
+      expect(await pgStore.subscriptions.list()).toEqual(await json.subscriptions.list());
+      expect(await pgStore.sites.list()).toEqual(await json.sites.list());
+      expect(await pgStore.webhooks.list()).toEqual(await json.webhooks.list());
+      expect(await pgStore.resetTokens.byHash('d'.repeat(64))).toEqual(await json.resetTokens.byHash('d'.repeat(64)));
+      expect(await pgStore.revokedTokens.isRevoked('jti-1')).toBe(true);
+      expect(await pgStore.limiter.get('login:x')).toEqual(await json.limiter.get('login:x'));
+      expect(await pgStore.settings.get()).toEqual(await json.settings.get());
+      expect(await pgStore.outbox.get('d1')).toBeUndefined();
+      expect(await pgStore.outbox.get('d2')).toEqual({ ...(await json.outbox.get('d2')) });
+      expect(await pgStore.outbox.get('d3')).toEqual(await json.outbox.get('d3'));
+      expect(await pgStore.deliveryLog.list(hook.id)).toEqual(await json.deliveryLog.list(hook.id));
+      expect(await pgStore.sharedSecret('jwt', () => 'x')).toBe('journal-secret');
+      // Ids continue after the JSON store's counters: the deleted user's id is not handed out again.
+      expect((await pgStore.users.insert(newUser('next@example.com', 'customer'))).id).toBe(gone.id + 1);
+      const { id: _logId, ...entry } = logged[0];
+      const [next] = await pgStore.deliveryLog.append([entry]);
+      expect(next.id).toBe(logged[119].id + 1);
+      expect(admin.id).toBe(1);
+    } finally {
+      await pgStore.close();
+      await json.close();
+    }
+  });
+
+  it('copies a store written before the journal (outbox.jsonl), every record with its id, the pending deliveries, the logs, settings and the JWT secret', async () => {
     const { dir, data, deliveries, log } = await writeDataDir();
     const url = await createDatabase(adminUrl!);
     const summary = await importJsonStore(dir, url);
@@ -135,9 +206,10 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
       expect(await store.deliveryLog.get(7, log[20].id)).toEqual(log[20]);
 
       // New ids continue after the JSON store's counters.
-      const next = await store.users.insert({ ...user(0, 'new@example.com', 'customer'), id: undefined } as never);
+      const next = await store.users.insert(newUser('new@example.com', 'customer'));
       expect(next.id).toBe(6);
-      const [entry] = await store.deliveryLog.append([{ ...log[0], id: undefined } as never]);
+      const { id: _logId, ...first } = log[0];
+      const [entry] = await store.deliveryLog.append([first]);
       expect(entry.id).toBe(log[119].id + 1);
     } finally {
       await store.close();
@@ -148,7 +220,7 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
     const { dir } = await writeDataDir();
     const url = await createDatabase(adminUrl!);
     const store = await PostgresStore.open(url);
-    await store.users.insert({ ...user(0, 'someone@example.com', 'admin'), id: undefined } as never);
+    await store.users.insert(newUser('someone@example.com', 'admin'));
     const error = await importJsonStore(dir, url).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as Error).message).toMatch(/not empty/);

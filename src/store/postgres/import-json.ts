@@ -1,12 +1,16 @@
-// `panelctl store migrate --to URL`: copies a stopped JSON store (store.json, outbox.jsonl,
-// deliveries/<endpoint>.jsonl, jwt-secret) into an empty PostgreSQL database, keeping every
-// id, in one transaction: the database ends up with all of it or none of it.
+// `panelctl store migrate --to URL`: copies a stopped JSON store into an empty PostgreSQL
+// database, keeping every id, in one transaction: the database ends up with all of it or none.
+// The data directory is only read: the snapshot (store.json) with the journals written since
+// (journal-<gen>.jsonl) replayed the way the JSON store replays them (its State), the outbox of
+// stores older than the journal (outbox.jsonl), deliveries/<endpoint>.jsonl and jwt-secret.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { layout } from '../../shared/paths.js';
+import { State, type Op, type Snapshot } from '../json/state.js';
+import { migrate } from '../migrations.js';
 import { StoreCorruptError, StoreError } from '../store.js';
-import type { DeliveryLogEntry, DeliveryRecord, EventRecord, StoreData } from '../types.js';
+import type { DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import { mapError } from './errors.js';
 import { LOG_RETENTION } from './repositories.js';
 import { logExtra } from './rows.js';
@@ -49,13 +53,41 @@ const CHUNK = 1000;
  */
 export async function importJsonStore(dataDir: string, databaseUrl: string, options: ImportJsonOptions = {}): Promise<ImportSummary> {
   const paths = layout(dataDir);
-  const data = await readStoreJson(paths.store);
-  const { events, deliveries } = await readOutbox(paths.outbox);
+  const doc = await readStoreJson(paths.store);
+  const state = new State();
+  state.load(doc as unknown as Snapshot);
+  let events = new Map<string, EventRecord>();
+  const eventOf = new Map<string, string>();
+  if (typeof doc.journal_gen !== 'number') {
+    // Written before the journal: the pending deliveries are in outbox.jsonl.
+    const legacy = await readLegacyOutbox(paths.outbox);
+    events = legacy.events;
+    for (const d of legacy.deliveries.values()) {
+      state.deliveries.put({ ...d, owner_id: d.owner_id ?? state.webhooks.get(d.endpoint_id)?.user_id ?? null });
+      if (d.event_id) eventOf.set(d.id, d.event_id);
+    }
+  }
+  await replayJournals(paths.root, typeof doc.journal_gen === 'number' ? doc.journal_gen : 1, state);
   const logs = await readLogs(paths.deliveriesDir);
   const jwtSecret = await readFile(paths.jwtSecret, 'utf8').then(
     (text) => text.trim(),
     () => null,
   );
+  const data: StoreContent = {
+    counters: state.counters,
+    users: state.users.values(),
+    api_keys: state.api_keys.values(),
+    subscriptions: state.subscriptions.values(),
+    sites: state.sites.values(),
+    webhooks: state.webhooks.values(),
+    reset_tokens: state.reset_tokens.values(),
+    revoked_tokens: state.revoked_tokens.values(),
+    limiter: state.limiter.values(),
+    settings: state.settings,
+  };
+  const deliveries = state.deliveries.values().map((d) => ({ ...d, event_id: eventOf.get(d.id) ?? null }));
+  const referenced = new Set(deliveries.map((d) => d.event_id));
+  for (const id of [...events.keys()]) if (!referenced.has(id)) events.delete(id);
 
   // Opening creates (or updates) the schema, under the same lock as any daemon.
   await (await PostgresStore.open(databaseUrl)).close();
@@ -82,7 +114,9 @@ export async function importJsonStore(dataDir: string, databaseUrl: string, opti
   }
 }
 
-async function readStoreJson(path: string): Promise<StoreData & { revoked_tokens?: { jti: string; expires_at: number }[] }> {
+type StoreContent = Pick<Snapshot, 'counters' | 'users' | 'api_keys' | 'subscriptions' | 'sites' | 'webhooks' | 'reset_tokens' | 'revoked_tokens' | 'limiter' | 'settings'>;
+
+async function readStoreJson(path: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -90,11 +124,32 @@ async function readStoreJson(path: string): Promise<StoreData & { revoked_tokens
     throw new StoreCorruptError(path, (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'the file does not exist' : (error as Error).message);
   }
   try {
-    const parsed = JSON.parse(text) as StoreData;
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
-    return parsed;
+    const doc = JSON.parse(text) as Record<string, unknown>;
+    if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new Error('not a JSON object');
+    // Refuses a store newer than this build; fills collections older stores lack.
+    migrate(doc);
+    return doc;
   } catch (error) {
     throw new StoreCorruptError(path, (error as Error).message);
+  }
+}
+
+/**
+ * Applies the journals from `fromGen` on, in order, as the JSON store does at open; a torn last
+ * line of the newest (a write never acknowledged) is left out. Nothing is written.
+ */
+async function replayJournals(root: string, fromGen: number, state: State): Promise<void> {
+  const gens = (await readdir(root))
+    .map((name) => /^journal-(\d+)\.jsonl$/.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .filter((gen) => gen >= fromGen)
+    .sort((a, b) => a - b);
+  for (const gen of gens) {
+    for (const line of await readLines<{ s: number; o: Op[] }>(join(root, `journal-${gen}.jsonl`))) {
+      if (!Array.isArray(line?.o)) throw new StoreCorruptError(join(root, `journal-${gen}.jsonl`), 'a line is not a journal entry');
+      for (const op of line.o) state.apply(op);
+    }
   }
 }
 
@@ -125,8 +180,8 @@ type OutboxLine =
   | { t: 'd'; delivery: DeliveryRecord }
   | { t: 'u'; id: string; state: DeliveryRecord['state']; attempts: number; next_attempt_at: number };
 
-/** Replays the outbox journal: the deliveries still pending, with the events they came from. */
-async function readOutbox(path: string): Promise<{ events: Map<string, EventRecord>; deliveries: Map<string, DeliveryRecord & { event_id: string | null }> }> {
+/** Replays a pre-journal outbox.jsonl: the deliveries still pending, with the events they came from. */
+async function readLegacyOutbox(path: string): Promise<{ events: Map<string, EventRecord>; deliveries: Map<string, DeliveryRecord & { event_id: string | null }> }> {
   const events = new Map<string, EventRecord>();
   const pending = new Map<string, DeliveryRecord & { event_id: string | null }>();
   for (const line of await readLines<OutboxLine>(path)) {
@@ -159,7 +214,10 @@ async function readLogs(dir: string): Promise<DeliveryLogEntry[]> {
   const entries: DeliveryLogEntry[] = [];
   for (const name of names.filter((n) => /^\d+\.jsonl$/.test(n))) {
     const endpointId = Number(name.slice(0, -'.jsonl'.length));
-    const lines = (await readLines<DeliveryLogEntry>(join(dir, name))).filter((e) => e && typeof e.id === 'number');
+    // The newest by id (a file's lines need not be in id order when a batch was appended at once).
+    const lines = (await readLines<DeliveryLogEntry>(join(dir, name)))
+      .filter((e) => e && typeof e.id === 'number')
+      .sort((a, b) => a.id - b.id);
     entries.push(...lines.slice(-LOG_RETENTION).map((e) => ({ ...e, endpoint_id: endpointId })));
   }
   return entries.sort((a, b) => a.id - b.id);
@@ -176,9 +234,9 @@ async function insertRows(client: pg.Client, table: string, columns: string[], r
 
 async function copy(
   client: pg.Client,
-  data: StoreData & { revoked_tokens?: { jti: string; expires_at: number }[] },
+  data: StoreContent,
   events: Map<string, EventRecord>,
-  deliveries: Map<string, DeliveryRecord & { event_id: string | null }>,
+  deliveries: (DeliveryRecord & { event_id: string | null })[],
   logs: DeliveryLogEntry[],
   jwtSecret: string | null,
   jwtSecretName: string,
@@ -201,7 +259,7 @@ async function copy(
   const webhooks = keep(data.webhooks, (w) => userIds.has(w.user_id));
   const hookIds = new Set(webhooks.map((w) => w.id));
   const resetTokens = keep(data.reset_tokens, (t) => userIds.has(t.user_id));
-  const pending = keep([...deliveries.values()], (d) => hookIds.has(d.endpoint_id));
+  const pending = keep(deliveries, (d) => hookIds.has(d.endpoint_id));
   const entries = keep(logs, (e) => hookIds.has(e.endpoint_id));
 
   const summary: ImportSummary = {
@@ -213,7 +271,7 @@ async function copy(
     sites: await insertRows(client, 'sites', ['id', 'subscription_id', 'domain', 'created_at'], sites as never[]),
     webhooks: await insertRows(client, 'webhooks', ['id', 'user_id', 'url', 'secret', 'events', 'active', 'created_at', 'updated_at'], webhooks as never[]),
     reset_tokens: await insertRows(client, 'reset_tokens', ['id', 'user_id', 'token_hash', 'expires_at', 'used_at', 'created_at'], resetTokens as never[]),
-    revoked_tokens: await insertRows(client, 'revoked_tokens', ['jti', 'expires_at'], (data.revoked_tokens ?? []) as never[]),
+    revoked_tokens: await insertRows(client, 'revoked_tokens', ['jti', 'expires_at'], data.revoked_tokens as never[]),
     limiter: await insertRows(client, 'limiter', ['key', 'count', 'window_start', 'locked_until'], (data.limiter ?? []) as never[]),
     settings: false,
     jwt_secret: false,
@@ -235,6 +293,7 @@ async function copy(
   // records are not handed out again).
   const counters = data.counters ?? {};
   for (const table of ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'reset_tokens', 'delivery_log']) {
+    // The JSON store's counter for log entries is `delivery_log`, like the table.
     await client.query(
       `SELECT setval(pg_get_serial_sequence('${table}', 'id'), v, v > 0)
        FROM (SELECT greatest((SELECT coalesce(max(id), 0) FROM ${table}), $1::bigint) AS v) m
