@@ -1,7 +1,6 @@
 // The store contract on PostgreSQL: each test gets a fresh database (copied from one migrated
 // template, so a test costs a CREATE DATABASE rather than a migration), and `openAnother` a
 // second store on the same database, as a second daemon would have.
-import { afterAll } from 'vitest';
 import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
@@ -38,10 +37,6 @@ if (!adminUrl) {
     url.pathname = `/${name}`;
     return url.toString();
   }
-
-  afterAll(async () => {
-    template = null;
-  });
 
   describeStoreContract('postgres', {
     async open() {
