@@ -28,7 +28,6 @@ export function emptyData(): Omit<Snapshot, 'journal_gen'> {
     revoked_tokens: [],
     limiter: [],
     settings: {},
-    deliveries: [],
   };
 }
 

@@ -61,6 +61,12 @@ export class OutboxLanes {
     return taken;
   }
 
+  /** An endpoint's pending deliveries. */
+  ofEndpoint(endpointId: number): DeliveryRecord[] {
+    const lane = this.#lanes.get(endpointId);
+    return lane ? [...lane.retries.values(), ...lane.fresh.values()] : [];
+  }
+
   /** Whether `owner` holds the delivery's lease (live or ended but not taken by another). */
   holds(owner: string, id: string): boolean {
     return this.#leases.get(id)?.owner === owner;

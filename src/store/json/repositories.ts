@@ -76,7 +76,7 @@ export class JsonRepositories implements Repositories {
     const removeWebhook = (w: Writer, id: number): WebhookRecord | undefined => {
       const removed = w.delete<WebhookRecord>('webhooks', id);
       if (!removed) return undefined;
-      for (const delivery of state.deliveries.byGroup('endpoint', id)) w.delete('deliveries', delivery.id);
+      for (const delivery of state.lanes.ofEndpoint(id)) w.delete('deliveries', delivery.id);
       w.change({ kind: 'record', collection: 'webhooks', id });
       w.afterCommit.push(() => hooks.removeLogs([id]));
       return removed;
@@ -349,7 +349,8 @@ export class JsonRepositories implements Repositories {
           w.enqueue(deliveries);
           w.change({ kind: 'outbox' });
         }),
-      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.get(id)),
+      // Copies: delivery records are not frozen (there can be very many), so none leaves the store.
+      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.get(id)).map((d) => ({ ...d })),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>
         run((w) => {
           const recorded: string[] = [];
@@ -373,7 +374,10 @@ export class JsonRepositories implements Repositories {
       },
       nextDueAt: async () => state.lanes.nextDueAt(),
       pendingCount: async () => state.deliveries.size,
-      get: async (id) => state.deliveries.get(id),
+      get: async (id) => {
+        const found = state.deliveries.get(id);
+        return found && { ...found };
+      },
     };
   }
 }

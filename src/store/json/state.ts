@@ -55,7 +55,10 @@ export interface Snapshot {
   revoked_tokens: RevokedToken[];
   limiter: LimiterRecord[];
   settings: Partial<Settings>;
-  deliveries: DeliveryRecord[];
+  /** Pending deliveries (older snapshots); new ones are written grouped, as `outbox`. */
+  deliveries?: DeliveryRecord[];
+  /** Pending deliveries grouped by body: an event's payload once, not once per endpoint. */
+  outbox?: Array<{ body: string; d: Omit<DeliveryRecord, 'body'>[] }>;
 }
 
 export const lower = (s: string) => s.toLowerCase();
@@ -71,7 +74,8 @@ export class State {
   readonly reset_tokens = new Table<ResetTokenRecord>((t) => t.id).unique('hash', (t) => t.token_hash).group('user', (t) => t.user_id);
   readonly revoked_tokens = new Table<RevokedToken, string>((t) => t.jti);
   readonly limiter = new Table<LimiterRecord, string>((r) => r.key);
-  readonly deliveries = new Table<DeliveryRecord, string>((d) => d.id).group('endpoint', (d) => d.endpoint_id);
+  // Indexed per endpoint by the lanes (see OutboxLanes.ofEndpoint), not by the table.
+  readonly deliveries = new Table<DeliveryRecord, string>((d) => d.id, false);
   readonly lanes = new OutboxLanes();
   settings: Partial<Settings> = {};
   counters: Record<string, number> = {};
@@ -107,6 +111,7 @@ export class State {
     for (const name of ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'reset_tokens', 'revoked_tokens', 'limiter', 'deliveries'] as const) {
       for (const record of snapshot[name] ?? []) this.table(name).put(record);
     }
+    for (const group of snapshot.outbox ?? []) this.apply({ t: 'enqueue', body: group.body, d: group.d });
     this.setSettings(snapshot.settings ?? {});
     this.counters = { ...(snapshot.counters ?? {}) };
   }
@@ -125,10 +130,20 @@ export class State {
       revoked_tokens: this.revoked_tokens.values(),
       limiter: this.limiter.values(),
       settings: this.settings,
-      deliveries: this.deliveries.values(),
+      outbox: groupByBody(this.deliveries.values()),
     };
     return JSON.stringify(doc);
   }
+}
+
+function groupByBody(deliveries: DeliveryRecord[]): NonNullable<Snapshot['outbox']> {
+  const groups = new Map<string, Omit<DeliveryRecord, 'body'>[]>();
+  for (const { body, ...rest } of deliveries) {
+    let group = groups.get(body);
+    if (!group) groups.set(body, (group = []));
+    group.push(rest);
+  }
+  return [...groups].map(([body, d]) => ({ body, d }));
 }
 
 /**

@@ -21,7 +21,11 @@ export class Table<T extends object, K extends Key = number> {
   /** Told of every change (derived indexes kept outside the table, such as outbox lanes). */
   onChange: ((previous: T | undefined, next: T | undefined) => void) | null = null;
 
-  constructor(readonly keyOf: (record: T) => K) {}
+  constructor(
+    readonly keyOf: (record: T) => K,
+    /** Freeze records on put (off for the outbox: hundreds of thousands of internal records). */
+    private readonly freeze = true,
+  ) {}
 
   /** Declares a unique index (null keys are not indexed). */
   unique(name: string, key: (record: T) => string | null): this {
@@ -59,7 +63,7 @@ export class Table<T extends object, K extends Key = number> {
 
   /** Inserts or replaces; answers the previous record. */
   put(record: T): T | undefined {
-    Object.freeze(record);
+    if (this.freeze) Object.freeze(record);
     const key = this.keyOf(record);
     const previous = this.rows.get(key);
     if (previous) this.#unindex(previous);
