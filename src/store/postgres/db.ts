@@ -24,10 +24,15 @@ export class PoolDb implements Db {
   constructor(private readonly pool: pg.Pool) {}
 
   async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    try {
-      return await this.pool.query<R>(text, values);
-    } catch (error) {
-      throw mapError(error);
+    // Idle connections the server ended (a restart, pg_terminate_backend) answer their next
+    // query with the FATAL they were sent while idle: that query never ran, so it is sent again
+    // on another connection (the pool drops the dead one). At most once per pooled connection.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.pool.query<R>(text, values);
+      } catch (error) {
+        if (!endedWhileIdle(error) || attempt >= this.pool.options.max) throw mapError(error);
+      }
     }
   }
 
@@ -77,9 +82,22 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (db: ClientDb) => Pr
   }
   // A client whose rollback failed (its connection is gone) is destroyed, not put back.
   let broken: Error | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.query('BEGIN');
+      break;
+    } catch (error) {
+      client.release(error as Error);
+      if (!endedWhileIdle(error) || attempt >= pool.options.max) throw mapError(error);
+      try {
+        client = await pool.connect();
+      } catch (connectError) {
+        throw mapError(connectError);
+      }
+    }
+  }
   const db = new ClientDb(client);
   try {
-    await db.query('BEGIN');
     const result = await fn(db);
     await db.query('COMMIT');
     return result;
@@ -93,4 +111,10 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (db: ClientDb) => Pr
   } finally {
     client.release(broken);
   }
+}
+
+/** The server ended this connection before the statement was sent (admin or crash shutdown). */
+function endedWhileIdle(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === '57P01' || code === '57P02';
 }
