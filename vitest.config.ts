@@ -13,5 +13,7 @@ export default defineConfig({
     maxWorkers: 3,
     minWorkers: 1,
     reporters: ['default'],
+    // One throwaway PostgreSQL cluster for the run (when the run may include PostgreSQL tests).
+    globalSetup: ['test/helpers/postgres-global-setup.ts'],
   },
 });
