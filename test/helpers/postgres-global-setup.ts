@@ -1,19 +1,9 @@
 // vitest globalSetup: one PostgreSQL cluster for the whole run, its admin URL provided to test
 // files (inject('pgAdminUrl')), stopped at teardown. Skipped (with the reason provided) when no
-// initdb is installed, or when the run names test files none of which need PostgreSQL.
+// initdb is installed. Starting it costs a couple of seconds, so every run starts it.
 // PANELCTL_TEST_PG_ADMIN_URL set beforehand uses that server instead of starting one.
 import type { TestProject } from 'vitest/node';
 import { findPgBin, PG_ADMIN_URL_ENV, PG_SKIP_REASON_ENV, startCluster, type Cluster } from './postgres.js';
-
-/** Test files that use the cluster (by path): only runs that may include them start it. */
-const NEEDS_POSTGRES = /postgres|contract/i;
-
-function runMayNeedPostgres(): boolean {
-  // `vitest run a.test.ts b.test.ts`: positional filters. None given: the whole suite runs.
-  const args = process.argv.slice(2).filter((a) => !a.startsWith('-') && a !== 'run' && a !== 'watch' && !/vitest/.test(a));
-  const filters = args.filter((a) => /[./]/.test(a) || /test/.test(a));
-  return filters.length === 0 || filters.some((f) => NEEDS_POSTGRES.test(f));
-}
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
   const provide = (url: string | null, reason: string | null) => {
@@ -25,10 +15,6 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const given = process.env[PG_ADMIN_URL_ENV];
   if (given) {
     provide(given, null);
-    return;
-  }
-  if (!runMayNeedPostgres()) {
-    provide(null, 'this run names no PostgreSQL test file');
     return;
   }
   const bin = findPgBin();

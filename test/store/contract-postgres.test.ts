@@ -2,6 +2,7 @@
 // template, so a test costs a CREATE DATABASE rather than a migration), and `openAnother` a
 // second store on the same database, as a second daemon would have.
 import pg from 'pg';
+import { describe, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { describeStoreContract } from './contract/suite.js';
@@ -10,6 +11,7 @@ const { url: adminUrl, reason } = pgAdminUrl();
 
 if (!adminUrl) {
   console.warn(`PostgreSQL store contract skipped: ${reason}`);
+  describe.skip(`store contract: postgres (${reason})`, () => it('needs PostgreSQL', () => undefined));
 } else {
   let template: Promise<string> | null = null;
   let current: string | null = null;

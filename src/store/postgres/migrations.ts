@@ -13,9 +13,6 @@ export interface PgMigration {
 /** Key of the session-wide advisory lock taken while migrating ("panelctl" in ASCII, as bigint). */
 export const MIGRATION_LOCK_KEY = '8097874986878071916';
 
-/** Key of the transaction-level advisory lock that takes outbox claims one at a time. */
-export const CLAIM_LOCK_KEY = '8097874986878071917';
-
 /**
  * Ordered by version. Add one entry per schema change; never edit a released one.
  * Timestamps of records are kept as the ISO 8601 text the API uses (exact round trip, as the
@@ -164,7 +161,6 @@ CREATE FUNCTION panelctl_claim(
   p_skip_endpoints bigint[], p_skip_owners bigint[], p_by_ids boolean, p_ids text[]
 ) RETURNS SETOF deliveries LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
-  PERFORM pg_advisory_xact_lock(${CLAIM_LOCK_KEY});
   RETURN QUERY
   WITH candidates AS (
     SELECT c.id, c.next_attempt_at, c.created_at,

@@ -498,6 +498,13 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         );
         const seen = claims.flat().map((x) => x.id);
         expect(new Set(seen).size).toBe(seen.length);
+        expect(seen.length).toBeGreaterThan(0);
+        // A claim racing others may come back short (what they hold is skipped, not waited for);
+        // claiming on drains the rest, still without a delivery handed out twice.
+        for (let i = 0; seen.length < 100 && i < 50; i++) {
+          seen.push(...(await store.outbox.claim({ ...claimDefaults, owner: `more${i}`, now: 1, limit: 15, perEndpoint: 5 })).map((x) => x.id));
+        }
+        expect(new Set(seen).size).toBe(100);
         expect(seen.length).toBe(100);
         const nothing = await store.outbox.claim({ ...claimDefaults, owner: 'late', now: 2 });
         expect(nothing).toEqual([]);
