@@ -4,6 +4,12 @@
 import { layout } from '../shared/paths.js';
 import type { Store } from './store.js';
 
+// Loaded only when a database URL is given, so the JSON store never loads the driver.
+const POSTGRES_MODULE = './postgres/postgres-store.js';
+type PostgresModule = {
+  PostgresStore: { open(url: string, options?: { create?: boolean }): Promise<Store>; initialised(url: string): Promise<boolean> };
+};
+
 export interface StoreConfig {
   /** The data directory (the JSON store lives there; with PostgreSQL it holds TLS, pid and log only). */
   dataDir: string;
@@ -11,6 +17,8 @@ export interface StoreConfig {
   databaseUrl?: string;
   /** Create the store when it does not exist yet (init); otherwise that is an error. */
   create?: boolean;
+  /** Told of what the store repaired at open (a torn journal tail), for the daemon's log. */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -20,17 +28,17 @@ export interface StoreConfig {
  */
 export async function openStore(config: StoreConfig): Promise<Store> {
   if (config.databaseUrl) {
-    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    const { PostgresStore } = (await import(POSTGRES_MODULE)) as PostgresModule;
     return PostgresStore.open(config.databaseUrl, { create: config.create });
   }
   const { JsonStore } = await import('./json/json-store.js');
-  return JsonStore.open(layout(config.dataDir), { create: config.create });
+  return JsonStore.open(layout(config.dataDir), { create: config.create, warn: config.warn });
 }
 
 /** Whether the configured store already holds an initialised panel (a first user exists). */
 export async function storeInitialised(config: StoreConfig): Promise<boolean> {
   if (config.databaseUrl) {
-    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    const { PostgresStore } = (await import(POSTGRES_MODULE)) as PostgresModule;
     return PostgresStore.initialised(config.databaseUrl);
   }
   const { JsonStore } = await import('./json/json-store.js');
