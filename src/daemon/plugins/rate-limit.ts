@@ -37,7 +37,7 @@ function limiterStoreFor(app: FastifyInstance) {
   return class LimiterStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow = WINDOW_MS): void {
       const now = app.clock();
-      app.store.limiter.hit(key, timeWindow, now).then(
+      app.store.limiter.hit(key, timeWindow, now, { durable: false }).then(
         (record) => callback(null, { current: record.count, ttl: Math.max(0, record.window_start + timeWindow - now) }),
         (error: Error) => callback(error),
       );
