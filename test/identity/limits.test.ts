@@ -288,3 +288,37 @@ describe('variant B: what counts as a failed attempt', () => {
     expect(locked.headers['x-ratelimit-limit']).toBeUndefined();
   });
 });
+
+describe('variant B under concurrency', () => {
+  let daemon: TestDaemon;
+
+  beforeAll(async () => {
+    daemon = await startDaemon();
+    const admin = await daemon.login();
+    await putSettings(daemon, admin, { rate_limit_mode: 'lockout', login_max_attempts: 5, login_lockout_minutes: 15 });
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  it('evaluates at most login_max_attempts of 150 concurrent wrong logins from one IP (401); the rest are 429', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 150 }, () => daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: 'wrong-password' } })),
+    );
+    const refused = results.filter((r) => r.status === 401);
+    const locked = results.filter((r) => r.status === 429);
+    expect(refused.length + locked.length, results.map((r) => r.status).join(',')).toBe(150);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeLessThanOrEqual(5);
+    for (const r of refused) expect(r.body.error).toBe('invalid credentials');
+    for (const r of locked) {
+      expect(r.body.error).toBe('too_many_attempts');
+      expect(r.body.data.remaining_seconds).toBeGreaterThan(0);
+      expect(header(r, 'retry-after')).toBe(r.body.data.remaining_seconds);
+    }
+    // Locked now: the right password is refused too.
+    const after = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+    expect([after.status, after.body.error]).toEqual([429, 'too_many_attempts']);
+    console.log(`lockout under concurrency: ${refused.length} evaluated (401), ${locked.length} refused (429)`);
+  });
+});

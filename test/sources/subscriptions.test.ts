@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
 import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, relaxLimits, type Customer } from './helpers.js';
+import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, relaxLimits, type Customer } from './helpers.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -17,6 +17,7 @@ describe('subscriptions', () => {
     daemon = await startDaemon();
     admin = await daemon.login();
     await relaxLimits(daemon, admin);
+    await attachProbe(daemon, admin);
     alice = await createCustomer(daemon, admin, 'alice@example.com');
     bob = await createCustomer(daemon, admin, 'bob@example.com');
   });
