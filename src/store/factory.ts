@@ -4,11 +4,7 @@
 import { layout } from '../shared/paths.js';
 import type { Store } from './store.js';
 
-// Loaded only when a database URL is given, so the JSON store never loads the driver.
-const POSTGRES_MODULE = './postgres/postgres-store.js';
-type PostgresModule = {
-  PostgresStore: { open(url: string, options?: { create?: boolean }): Promise<Store>; initialised(url: string): Promise<boolean> };
-};
+
 
 export interface StoreConfig {
   /** The data directory (the JSON store lives there; with PostgreSQL it holds TLS, pid and log only). */
@@ -28,7 +24,8 @@ export interface StoreConfig {
  */
 export async function openStore(config: StoreConfig): Promise<Store> {
   if (config.databaseUrl) {
-    const { PostgresStore } = (await import(POSTGRES_MODULE)) as PostgresModule;
+    // Loaded only when a database URL is given, so the JSON store never loads the driver.
+    const { PostgresStore } = await import('./postgres/postgres-store.js');
     return PostgresStore.open(config.databaseUrl, { create: config.create });
   }
   const { JsonStore } = await import('./json/json-store.js');
@@ -38,7 +35,7 @@ export async function openStore(config: StoreConfig): Promise<Store> {
 /** Whether the configured store already holds an initialised panel (a first user exists). */
 export async function storeInitialised(config: StoreConfig): Promise<boolean> {
   if (config.databaseUrl) {
-    const { PostgresStore } = (await import(POSTGRES_MODULE)) as PostgresModule;
+    const { PostgresStore } = await import('./postgres/postgres-store.js');
     return PostgresStore.initialised(config.databaseUrl);
   }
   const { JsonStore } = await import('./json/json-store.js');

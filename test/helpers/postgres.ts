@@ -50,7 +50,7 @@ export interface Cluster {
 }
 
 /** Starts a cluster in a temp dir. As root, initdb and postgres run as the `postgres` user. */
-export async function startCluster(bin: string): Promise<Cluster> {
+export async function startCluster(bin: string, options: { durable?: boolean } = {}): Promise<Cluster> {
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-pg-'));
   const asRoot = process.getuid?.() === 0;
   const exec = async (tool: string, args: string[]) => {
@@ -67,16 +67,16 @@ export async function startCluster(bin: string): Promise<Cluster> {
     const data = join(dir, 'data');
     await exec('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
     const port = await freePort();
-    // fsync off: a test cluster need not survive a power cut (commits still wait for the WAL write).
-    const options = [
+    // Tests: fsync off (a test cluster need not survive a power cut; commits still wait for the
+    // WAL write). Benchmarks: `durable`, the server's defaults, so a commit is an fsync.
+    const serverOptions = [
       `-p ${port}`,
       '-c listen_addresses=127.0.0.1',
       `-c unix_socket_directories=${dir}`,
-      '-c fsync=off',
-      '-c full_page_writes=off',
+      ...(options.durable ? [] : ['-c fsync=off', '-c full_page_writes=off']),
       '-c max_connections=300',
     ].join(' ');
-    await exec('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(dir, 'postgres.log'), '-o', options]);
+    await exec('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(dir, 'postgres.log'), '-o', serverOptions]);
     let stopped = false;
     return {
       adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,

@@ -381,6 +381,7 @@ export class JsonStore implements Store {
     return new AppendLog(join(this.#paths.root, `journal-${gen}.jsonl`), {
       ops: this.#ops,
       failQueuedOnError: true,
+      closeWhenIdle: true,
       onError: () => this.#onJournalError(),
     });
   }

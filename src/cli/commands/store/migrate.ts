@@ -10,8 +10,8 @@ export interface StoreMigrateOptions {
   to: string;
 }
 
-/** What the import copied, table by table (the PostgreSQL store's `ImportSummary`). */
-type ImportSummary = Record<string, number | boolean>;
+/** What the import copied, table by table. */
+type ImportSummary = Record<string, number | boolean | string>;
 type ImportJsonStore = (dataDir: string, databaseUrl: string) => Promise<ImportSummary>;
 
 export function storeMigrateCommand(ctx: Context): Command {
@@ -23,9 +23,8 @@ export function storeMigrateCommand(ctx: Context): Command {
 
 /** The importer lives with the PostgreSQL store (and its driver); loaded only when run. */
 async function loadImporter(): Promise<ImportJsonStore> {
-  const specifier = '../../../store/postgres/import-json.js';
-  const module = (await import(specifier)) as { importJsonStore: ImportJsonStore };
-  return module.importJsonStore;
+  const { importJsonStore } = await import('../../../store/postgres/import-json.js');
+  return async (dataDir, url) => ({ ...(await importJsonStore(dataDir, url)) });
 }
 
 export async function storeMigrateRun(ctx: Context, options: StoreMigrateOptions, importer: () => Promise<ImportJsonStore> = loadImporter): Promise<void> {
