@@ -8,8 +8,9 @@ import { layout, type DataLayout } from '../shared/paths.js';
 import { JsonStore } from '../store/json/json-store.js';
 import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
+import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
 import { acquireLock } from './lock.js';
-import { RequestLines } from './request-logger.js';
+import { RequestLines, serializeRequest } from './request-logger.js';
 
 export interface ServeOptions {
   dataDir: string;
@@ -21,6 +22,8 @@ export interface ServeOptions {
   allowPrivateWebhooks?: boolean;
   /** pino destination: stdout in the foreground (the detached parent redirects it to daemon.log). */
   logLevel?: string;
+  /** Timeouts and the per-IP connection cap; default DEFAULT_LIMITS with the environment's overrides. */
+  limits?: ServerLimits;
 }
 
 export interface DaemonState {
@@ -59,6 +62,7 @@ function isLoopback(host: string): boolean {
 
 export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   const paths = layout(options.dataDir);
+  const limits = options.limits ?? limitsFromEnv();
   const releaseLock = await acquireLock(paths.pidFile, paths.root);
   let store: Store | undefined;
   try {
@@ -80,10 +84,14 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
       },
       {
-        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' } },
+        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' }, serializers: { req: serializeRequest } },
         logController: new RequestLines(options.logLevel ?? 'info'),
-        ...(https ? { https } : {}),
+        ...fastifyLimitOptions(limits),
+        ...(https ? { https: { ...https, ...nodeServerOptions(limits) } } : { http: nodeServerOptions(limits) }),
       } as object,
+    );
+    capConnectionsPerIp(app.server, limits.maxConnectionsPerIp, (ip, open) =>
+      app.log.warn({ ip, open }, `client ${ip} holds ${open} connections, the most one address may (PANELCTL_MAX_CONNECTIONS_PER_IP); further ones are closed`),
     );
     if (!options.tls && !isLoopback(options.host)) {
       app.log.warn(`serving plain HTTP on ${options.host}: credentials cross the network unencrypted; use TLS`);
