@@ -11,6 +11,7 @@ import { LOG_REDACT, buildApp } from './app.js';
 import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
 import { acquireLock } from './lock.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
+import { readJwtSecret, readTlsPair } from './startup-checks.js';
 
 export interface ServeOptions {
   dataDir: string;
@@ -63,17 +64,20 @@ function isLoopback(host: string): boolean {
 export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   const paths = layout(options.dataDir);
   const limits = options.limits ?? limitsFromEnv();
-  const releaseLock = await acquireLock(paths.pidFile, paths.root);
+  // Said once the logger exists: a lock taken over from another program, a TLS pair made anew.
+  const notices: string[] = [];
+  const releaseLock = await acquireLock(paths.pidFile, paths.root, process.pid, (message) => notices.push(message));
   let store: Store | undefined;
   try {
-    store = await JsonStore.open(paths);
-    const jwtSecret = new TextEncoder().encode((await readFile(paths.jwtSecret, 'utf8')).trim());
+    // The secret and the TLS pair first: a damaged one is named before anything else is opened.
+    const jwtSecret = await readJwtSecret(paths.jwtSecret);
     const https = options.tls
-      ? {
-          cert: await readFile(options.tlsCert ?? paths.cert),
-          key: await readFile(options.tlsKey ?? paths.key),
-        }
+      ? await readTlsPair(
+          { cert: options.tlsCert ?? paths.cert, key: options.tlsKey ?? paths.key, own: !options.tlsCert && !options.tlsKey },
+          (message) => notices.push(message),
+        )
       : null;
+    store = await JsonStore.open(paths);
     const extraCa = process.env.NODE_EXTRA_CA_CERTS;
     const app = await buildApp(
       {
@@ -90,6 +94,7 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         ...(https ? { https: { ...https, ...nodeServerOptions(limits) } } : { http: nodeServerOptions(limits) }),
       } as object,
     );
+    for (const notice of notices) app.log.warn(notice);
     capConnectionsPerIp(app.server, limits.maxConnectionsPerIp, (ip, open) =>
       app.log.warn({ ip, open }, `client ${ip} holds ${open} connections, the most one address may (PANELCTL_MAX_CONNECTIONS_PER_IP); further ones are closed`),
     );

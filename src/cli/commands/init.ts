@@ -23,10 +23,10 @@ export function initCommand(ctx: Context): Command {
 export async function initRun(ctx: Context, options: InitOptions): Promise<void> {
   const { initDataDir, isInitialised } = await import('../../daemon/init.js');
   const { layout } = await import('../../shared/paths.js');
-  const { readPid, isAlive } = await import('../../daemon/lock.js');
+  const { readPid, isDaemon } = await import('../../daemon/lock.js');
   const dir = ctx.dataDir();
   const pid = await readPid(layout(dir).pidFile);
-  if (pid && isAlive(pid)) throw new CliError(`a daemon (pid ${pid}) holds ${dir}; init works only on a stopped daemon`, EXIT.ERROR);
+  if (pid && isDaemon(pid)) throw new CliError(`a daemon (pid ${pid}) holds ${dir}; init works only on a stopped daemon`, EXIT.ERROR);
   if (await isInitialised(dir)) throw new CliError(`${dir} is already initialised`, EXIT.ERROR);
   const password = await readNewPassword(ctx, Boolean(options.passwordStdin));
   const result = await initDataDir(dir, { email: options.email, name: options.name, password: password ?? undefined });

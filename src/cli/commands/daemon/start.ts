@@ -48,10 +48,10 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   const dir = ctx.dataDir();
   const paths = layout(dir);
   const { isInitialised, initDataDir } = await import('../../../daemon/init.js');
-  const { readPid, isAlive } = await import('../../../daemon/lock.js');
+  const { readPid, isDaemon } = await import('../../../daemon/lock.js');
 
   const pid = await readPid(paths.pidFile);
-  if (pid && isAlive(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
+  if (pid && isDaemon(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
   if (!(await isInitialised(dir))) reportInit(ctx, await initDataDir(dir));
 
   if (options.foreground) {
