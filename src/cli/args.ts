@@ -4,7 +4,9 @@ import { InvalidArgumentError } from 'commander';
 
 /** A positive integer id, for commander's argument/option parsers. */
 export function parseId(value: string): number {
-  if (!/^[1-9]\d{0,15}$/.test(value.trim())) throw new InvalidArgumentError(`expected a positive integer id, got "${value}"`);
+  if (!/^[1-9]\d{0,15}$/.test(value.trim()) || !Number.isSafeInteger(Number(value.trim()))) {
+    throw new InvalidArgumentError(`expected a positive integer id (at most 9007199254740991), got "${value}"`);
+  }
   return Number(value.trim());
 }
 

@@ -95,3 +95,35 @@ export class RequestLines extends LogController {
     if (error || this.#infoLines) super.requestCompleted(error, request, reply, metadata);
   }
 }
+
+/**
+ * A request URL as it may be logged: every query value replaced by `[redacted]`, names kept. An
+ * API key or token put in a query string (by mistake, or by a client that does so) must not
+ * land in the daemon log; any value could be one, so none is written.
+ * @example
+ * redactQuery('/api/v1/sites?api_key=ncp_123&subscription_id=4'); // '/api/v1/sites?api_key=[redacted]&subscription_id=[redacted]'
+ */
+export function redactQuery(url: string): string {
+  const mark = url.indexOf('?');
+  if (mark === -1) return url;
+  const query = url.slice(mark + 1);
+  if (query === '') return url;
+  const parts = query.split('&').map((part) => {
+    const eq = part.indexOf('=');
+    return eq === -1 ? part : `${part.slice(0, eq)}=[redacted]`;
+  });
+  // A name can carry the secret too (`?ncp_…` alone): names longer than a parameter's are cut.
+  return `${url.slice(0, mark)}?${parts.map((part) => (part.length > 64 ? '[redacted]' : part)).join('&')}`;
+}
+
+/** Fastify's `req` serialiser (the same fields) with the query string redacted. */
+export function serializeRequest(req: FastifyRequest): Record<string, unknown> {
+  return {
+    method: req.method,
+    url: redactQuery(req.url),
+    version: req.headers?.['accept-version'],
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket ? req.socket.remotePort : undefined,
+  };
+}

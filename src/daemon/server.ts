@@ -9,8 +9,10 @@ import { openStore } from '../store/factory.js';
 import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { newJwtSecret } from './init.js';
+import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
 import { acquireLock } from './lock.js';
-import { RequestLines } from './request-logger.js';
+import { RequestLines, serializeRequest } from './request-logger.js';
+import { readJwtSecret, readTlsPair } from './startup-checks.js';
 
 export interface ServeOptions {
   dataDir: string;
@@ -24,6 +26,8 @@ export interface ServeOptions {
   databaseUrl?: string;
   /** pino destination: stdout in the foreground (the detached parent redirects it to daemon.log). */
   logLevel?: string;
+  /** Timeouts and the per-IP connection cap; default DEFAULT_LIMITS with the environment's overrides. */
+  limits?: ServerLimits;
 }
 
 export interface DaemonState {
@@ -62,20 +66,27 @@ function isLoopback(host: string): boolean {
 
 export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   const paths = layout(options.dataDir);
-  const releaseLock = await acquireLock(paths.pidFile, paths.root);
+  const limits = options.limits ?? limitsFromEnv();
+  // Said once the logger exists: a lock taken over from another program, a TLS pair made anew.
+  const notices: string[] = [];
+  const releaseLock = await acquireLock(paths.pidFile, paths.root, process.pid, (message) => notices.push(message));
   let store: Store | undefined;
   try {
-    store = await openStore({ dataDir: paths.root, databaseUrl: options.databaseUrl });
-    // Every daemon of a database signs with the secret kept there; the JSON store keeps none,
-    // its daemon reads the data directory's file.
-    const secret = (await store.sharedSecret('jwt', newJwtSecret)) ?? (await readFile(paths.jwtSecret, 'utf8')).trim();
-    const jwtSecret = new TextEncoder().encode(secret);
+    // Every daemon of a database signs with the secret kept there. The JSON store keeps none:
+    // its daemon reads the data directory's file, checked (and a damaged one named) before the
+    // store is opened.
+    let jwtSecret: Uint8Array;
+    if (options.databaseUrl) {
+      store = await openStore({ dataDir: paths.root, databaseUrl: options.databaseUrl });
+      jwtSecret = new TextEncoder().encode((await store.sharedSecret('jwt', newJwtSecret))!);
+    } else jwtSecret = await readJwtSecret(paths.jwtSecret);
     const https = options.tls
-      ? {
-          cert: await readFile(options.tlsCert ?? paths.cert),
-          key: await readFile(options.tlsKey ?? paths.key),
-        }
+      ? await readTlsPair(
+          { cert: options.tlsCert ?? paths.cert, key: options.tlsKey ?? paths.key, own: !options.tlsCert && !options.tlsKey },
+          (message) => notices.push(message),
+        )
       : null;
+    store ??= await openStore({ dataDir: paths.root });
     const extraCa = process.env.NODE_EXTRA_CA_CERTS;
     const app = await buildApp(
       {
@@ -86,10 +97,15 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
       },
       {
-        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' } },
+        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' }, serializers: { req: serializeRequest } },
         logController: new RequestLines(options.logLevel ?? 'info'),
-        ...(https ? { https } : {}),
+        ...fastifyLimitOptions(limits),
+        ...(https ? { https: { ...https, ...nodeServerOptions(limits) } } : { http: nodeServerOptions(limits) }),
       } as object,
+    );
+    for (const notice of notices) app.log.warn(notice);
+    capConnectionsPerIp(app.server, limits.maxConnectionsPerIp, (ip, open) =>
+      app.log.warn({ ip, open }, `client ${ip} holds ${open} connections, the most one address may (PANELCTL_MAX_CONNECTIONS_PER_IP); further ones are closed`),
     );
     if (!options.tls && !isLoopback(options.host)) {
       app.log.warn(`serving plain HTTP on ${options.host}: credentials cross the network unencrypted; use TLS`);

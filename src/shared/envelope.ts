@@ -42,7 +42,20 @@ export function errorResponses(...statuses: number[]): Record<number, typeof Err
   return out;
 }
 
-export const IdParam = Type.Object({ id: Type.Integer({ minimum: 1, description: 'Record id' }) });
+/** The largest id: 2^53 − 1, the largest integer a JSON number carries exactly. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A record id in a request (path, query or body): an integer from 1 to 2^53 − 1. In the path and
+ * the query it must also be written in plain decimal without leading zeros (see validation.ts).
+ * @example
+ * Type.Object({ subscription_id: Id({ description: 'The subscription' }) })
+ */
+export function Id(options: { description?: string } = {}) {
+  return Type.Integer({ minimum: 1, maximum: MAX_ID, ...options });
+}
+
+export const IdParam = Type.Object({ id: Id({ description: 'Record id' }) });
 export type IdParam = Static<typeof IdParam>;
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' });

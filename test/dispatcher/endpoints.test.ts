@@ -154,6 +154,14 @@ describe.concurrent('webhook endpoints API', () => {
       'https://[fd00::1]/',
       'https://[fe80::1]/',
       'https://[::ffff:127.0.0.1]/',
+      // IPv4 embedded in IPv6: translated, NAT64, compatible, 6to4 (issue 19).
+      'https://[::ffff:0:127.0.0.1]/',
+      'https://[::ffff:0:10.0.0.1]/',
+      'https://[64:ff9b::127.0.0.1]/',
+      'https://[64:ff9b::a9fe:a9fe]/',
+      'https://[::127.0.0.1]/',
+      'https://[2002:7f00:1::1]/',
+      'https://[2002:c0a8:101::]/',
       'https://[::]/',
       'https://224.0.0.1/',
       'https://2130706433/', // 127.0.0.1 written as one number

@@ -3,7 +3,7 @@
 // 127.0.0.1 unless private targets are allowed by setting.
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BlockedTargetError, blockedReason, guardedLookup } from '../../src/daemon/dispatcher/ssrf.js';
+import { BlockedTargetError, blockedReason, checkLiteralHost, guardedLookup } from '../../src/daemon/dispatcher/ssrf.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { customer, endpoint, publish, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
 
@@ -35,16 +35,41 @@ describe('blocked address ranges', () => {
     ['::127.0.0.1', 'IPv4-compatible (deprecated)'],
     ['2002:7f00:1::1', '6to4 loopback'],
     ['[::1]', 'loopback'],
+    // IPv4 embedded in IPv6 in every form a URL can carry it (issue 19).
+    ['::ffff:0:127.0.0.1', 'IPv4-translated loopback'],
+    ['::ffff:0:7f00:1', 'IPv4-translated loopback'],
+    ['::ffff:0:10.0.0.1', 'IPv4-translated private'],
+    ['::ffff:0:169.254.169.254', 'IPv4-translated link-local'],
+    ['64:ff9b::127.0.0.1', 'NAT64 loopback'],
+    ['64:ff9b::7f00:1', 'NAT64 loopback'],
+    ['64:ff9b::192.168.1.1', 'NAT64 private'],
+    ['64:ff9b:1::1', 'NAT64 local-use'],
+    ['::10.0.0.1', 'IPv4-compatible (deprecated)'],
+    ['::8.8.8.8', 'IPv4-compatible (deprecated)'],
+    ['2002:a00:1::1', '6to4 private'],
+    ['2002:c0a8:101::1', '6to4 private'],
+    ['2002:a9fe:a9fe::', '6to4 link-local'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo tunnel (embeds IPv4)'],
   ])('%s is refused (%s)', (address, reason) => {
     expect(blockedReason(address)).toBe(reason);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '192.0.3.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:0808:0808::1'])(
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '192.0.3.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '::ffff:0:8.8.8.8', '64:ff9b::8.8.8.8', '2002:0808:0808::1', '2001:4860:4860::8888'])(
     '%s is allowed',
     (address) => {
       expect(blockedReason(address)).toBeNull();
     },
   );
+});
+
+describe('the literal-address check at connect time', () => {
+  it.each(['::ffff:0:7f00:1', '[::ffff:0:127.0.0.1]', '64:ff9b::7f00:1', '::7f00:1', '2002:7f00:1::1'])('refuses %s', (host) => {
+    expect(checkLiteralHost(host)).toBeInstanceOf(BlockedTargetError);
+  });
+  it('lets a public literal and a host name through (names are checked by the lookup)', () => {
+    expect(checkLiteralHost('::ffff:0:808:808')).toBeNull();
+    expect(checkLiteralHost('hooks.example.com')).toBeNull();
+  });
 });
 
 describe('the checking lookup', () => {
@@ -57,6 +82,13 @@ describe('the checking lookup', () => {
       guardedLookup(fake(addresses))('rebind.example', { all } as never, (error, result) => resolve({ error, result })),
     );
   }
+
+  it('refuses a name that resolves only to IPv4-embedding IPv6 forms of internal addresses', async () => {
+    for (const address of ['::ffff:0:127.0.0.1', '64:ff9b::a00:1', '::7f00:1', '2002:7f00:1::1']) {
+      const { error } = await run([{ address, family: 6 }], false);
+      expect([address, error]).toEqual([address, expect.any(BlockedTargetError)]);
+    }
+  });
 
   it('refuses a name that resolves only to blocked addresses, naming them', async () => {
     const { error } = await run([{ address: '127.0.0.1', family: 4 }], false);
@@ -115,6 +147,19 @@ describe('a daemon without private targets allowed', () => {
     await world.daemon.request('PUT', '/admin/settings', { token: world.admin, body: { webhook_allow_private_networks: false } });
     const refused = await world.daemon.request('POST', `/webhooks/${id}/test`, { token });
     expect(refused.body.data).toMatchObject({ success: false, status_code: 0, response: expect.stringMatching(/^refused: 127\.0\.0\.1, a loopback address/) });
+    expect(hook.requests).toHaveLength(1);
+
+    // A URL accepted while allowed that embeds 127.0.0.1 in IPv6 is refused at connect time too.
+    await world.daemon.request('PUT', '/admin/settings', { token: world.admin, body: { webhook_allow_private_networks: true } });
+    const embedded = await world.daemon.request('PUT', `/webhooks/${id}`, { token, body: { url: `https://[::ffff:0:127.0.0.1]:${hook.port}/hook` } });
+    expect(embedded.status).toBe(200);
+    await world.daemon.request('PUT', '/admin/settings', { token: world.admin, body: { webhook_allow_private_networks: false } });
+    const refusedEmbedded = await world.daemon.request('POST', `/webhooks/${id}/test`, { token });
+    expect(refusedEmbedded.body.data).toMatchObject({
+      success: false,
+      status_code: 0,
+      response: expect.stringMatching(/^refused: ::ffff:0:7f00:1, a IPv4-translated loopback address/),
+    });
     expect(hook.requests).toHaveLength(1);
   });
 });

@@ -64,12 +64,12 @@ describe('sites and the subscription context', () => {
     expect(ids(await daemon.request('GET', `/sites?subscription_id=${a3}`, { token: alice.token }))).toEqual([siteA3]);
   });
 
-  it('answers 403 for another customer\'s subscription, 404 for an unknown one, 400 for a non-integer', async () => {
+  it('answers 403 for another customer\'s subscription, 404 for an unknown one, 400 for anything but a decimal id', async () => {
     const other = await daemon.request('GET', `/sites?subscription_id=${b1}`, { token: alice.token });
     expect([other.status, other.body.error, other.body.data]).toEqual([403, 'forbidden', null]);
     const unknown = await daemon.request('GET', '/sites?subscription_id=999999', { token: alice.token });
     expect([unknown.status, unknown.body.error]).toEqual([404, 'not found']);
-    expect((await daemon.request('GET', '/sites?subscription_id=0', { token: alice.token })).status).toBe(404);
+    expect((await daemon.request('GET', '/sites?subscription_id=0', { token: alice.token })).status).toBe(400);
 
     for (const bad of ['abc', '1.5', '', '0x10', '1e1', '%201', `${a1}abc`, '1,2']) {
       const res = await daemon.request('GET', `/sites?subscription_id=${bad}`, { token: alice.token });

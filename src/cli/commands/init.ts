@@ -31,13 +31,13 @@ export function initCommand(ctx: Context): Command {
 export async function initRun(ctx: Context, options: InitOptions): Promise<void> {
   const { AlreadyInitialisedError, initDataDir, isInitialised } = await import('../../daemon/init.js');
   const { layout } = await import('../../shared/paths.js');
-  const { readPid, isAlive } = await import('../../daemon/lock.js');
+  const { readPid, isDaemon } = await import('../../daemon/lock.js');
   const { describeDatabaseUrl } = await import('../../store/factory.js');
   const dir = ctx.dataDir();
   const databaseUrl = databaseUrlOf(ctx, options.databaseUrl);
   const where = databaseUrl ? `the database ${describeDatabaseUrl(databaseUrl)}` : dir;
   const pid = await readPid(layout(dir).pidFile);
-  if (pid && isAlive(pid)) throw new CliError(`a daemon (pid ${pid}) holds ${dir}; init works only on a stopped daemon`, EXIT.ERROR);
+  if (pid && isDaemon(pid)) throw new CliError(`a daemon (pid ${pid}) holds ${dir}; init works only on a stopped daemon`, EXIT.ERROR);
   try {
     if (await isInitialised(dir, databaseUrl)) throw new CliError(`${where} is already initialised`, EXIT.ERROR);
     const password = await readNewPassword(ctx, Boolean(options.passwordStdin));

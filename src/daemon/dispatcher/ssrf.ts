@@ -74,10 +74,15 @@ function classifyV6(address: string): string | null {
   const zeroUpTo = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroUpTo(8)) return 'unspecified';
   if (zeroUpTo(7) && g[7] === 1) return 'loopback';
-  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) reach the embedded IPv4 address.
+  // IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, RFC 6145) and NAT64
+  // (64:ff9b::a.b.c.d) reach the embedded IPv4 address: they are judged by it.
   if (zeroUpTo(5) && g[5] === 0xffff) {
     const kind = classifyV4(embeddedV4(g));
     return kind ? `IPv4-mapped ${kind}` : null;
+  }
+  if (zeroUpTo(4) && g[4] === 0xffff && g[5] === 0) {
+    const kind = classifyV4(embeddedV4(g));
+    return kind ? `IPv4-translated ${kind}` : null;
   }
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
     const kind = classifyV4(embeddedV4(g));
@@ -87,6 +92,9 @@ function classifyV6(address: string): string | null {
   if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'NAT64 local-use';
   if (g[0] === 0x0100 && g[1] === 0 && g[2] === 0 && g[3] === 0) return 'discard-only';
   if (g[0] === 0x2001 && g[1] === 0x0db8) return 'documentation';
+  // Teredo (2001::/32) tunnels to an IPv4 server and an obfuscated IPv4 client: neither is a
+  // webhook receiver's address, and the client half can name any internal host.
+  if (g[0] === 0x2001 && g[1] === 0) return 'Teredo tunnel (embeds IPv4)';
   if (g[0] === 0x2002) {
     // 6to4 carries an IPv4 address in groups 1-2.
     const kind = classifyV4([g[1] >> 8, g[1] & 0xff, g[2] >> 8, g[2] & 0xff].join('.'));

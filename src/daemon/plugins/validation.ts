@@ -1,8 +1,10 @@
 // Schema validation: bodies are validated strictly (no type coercion: `"name": 5` is a 400),
-// path parameters and query strings are coerced from their string form ("7" → 7).
+// path parameters and query strings are coerced from their string form ("7" → 7), and their
+// integers (ids above all) must be written in plain decimal: `0x1`, `1e3` or `01` are a 400.
 import { Ajv, type Options } from 'ajv';
 import formatsPlugin from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
+import { MAX_ID } from '../../shared/envelope.js';
 
 function makeAjv(options: Options): Ajv {
   const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: false, ...options });
@@ -15,13 +17,64 @@ function makeAjv(options: Options): Ajv {
 const bodyAjv = makeAjv({ coerceTypes: false, removeAdditional: false });
 const partsAjv = makeAjv({ coerceTypes: 'array', removeAdditional: false });
 
+/** Path and query ids: plain decimal, no sign, no leading zeros, at most 16 digits (then ≤ MAX_ID). */
+const ID_TEXT = /^[1-9][0-9]{0,15}$/;
+/** Other integers of the path and the query (e.g. `limit`): plain decimal; the schema checks the range. */
+const INTEGER_TEXT = /^(0|-?[1-9][0-9]*)$/;
+export const ID_RULE = `must be a decimal integer from 1 to ${MAX_ID} (no sign, no leading zeros)`;
+
+interface IntegerField {
+  name: string;
+  /** An id (the `Id()` schema): anything but its canonical decimal form is a 400, range included. */
+  id: boolean;
+}
+
+type Validator = ((data: unknown, context?: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null; schemaEnv?: unknown };
+
+function integerFields(schema: unknown): IntegerField[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown; minimum?: unknown; maximum?: unknown }> })?.properties ?? {};
+  return Object.entries(properties)
+    .filter(([, field]) => field.type === 'integer')
+    .map(([name, field]) => ({ name, id: field.minimum === 1 && field.maximum === MAX_ID }));
+}
+
+/**
+ * Ajv's coercion reads path and query strings with Number(), so `0x1`, `1e3`, ` 7` and `01`
+ * would all pass as integers. This runs first and accepts only the plain decimal spelling.
+ */
+function strictIntegers(fields: IntegerField[], validate: Validator): Validator {
+  const check: Validator = (data, context) => {
+    const values = (data ?? {}) as Record<string, unknown>;
+    for (const { name, id } of fields) {
+      const raw = values[name];
+      if (raw === undefined) continue;
+      const text = typeof raw === 'number' ? String(raw) : raw;
+      const fine = typeof text === 'string' && (id ? ID_TEXT.test(text) && Number(text) <= MAX_ID : INTEGER_TEXT.test(text));
+      if (!fine) {
+        const message = id ? ID_RULE : 'must be a single decimal integer';
+        check.errors = [{ keyword: 'decimal', instancePath: `/${name}`, schemaPath: `#/properties/${name}`, message, params: {} }];
+        return false;
+      }
+    }
+    const valid = validate(data, context);
+    check.errors = validate.errors;
+    return valid;
+  };
+  // Fastify passes the parent object (so coerced values land on the request) only to validators with a schemaEnv.
+  check.schemaEnv = validate.schemaEnv;
+  return check;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : partsAjv;
-  return ajv.compile(schema as object);
+  if (httpPart === 'body') return bodyAjv.compile(schema as object);
+  const validate = partsAjv.compile(schema as object) as Validator;
+  if (httpPart !== 'params' && httpPart !== 'querystring') return validate;
+  const fields = integerFields(schema);
+  return fields.length === 0 ? validate : strictIntegers(fields, validate);
 };
 
 /** Rules whose failure means the request was malformed (400) rather than well-formed but invalid (422). */
-const MALFORMED_RULES = new Set(['required', 'type', 'additionalProperties', 'dependentRequired']);
+const MALFORMED_RULES = new Set(['required', 'type', 'additionalProperties', 'dependentRequired', 'decimal']);
 
 export interface ValidationIssue {
   keyword: string;
@@ -33,7 +86,12 @@ export interface ValidationIssue {
 /** Maps the first validation failure to its status and a message that names the field and the rule. */
 export function describeValidation(issues: ValidationIssue[], part: string | undefined): { status: 400 | 422; message: string } {
   const issue = issues[0];
-  const status = issues.some((i) => MALFORMED_RULES.has(i.keyword)) ? 400 : 422;
+  // A value that failed a union (`owner_id`: an id or null) fails each branch: a number out of
+  // range also "is not null". The branch it matched by type decides: then the range is a 422.
+  const unions = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath));
+  const typedBranch = (path: string) => issues.some((i) => i.instancePath === path && i.keyword !== 'type' && i.keyword !== 'anyOf');
+  const relevant = issues.filter((i) => !(i.keyword === 'type' && unions.has(i.instancePath) && typedBranch(i.instancePath)));
+  const status = relevant.some((i) => MALFORMED_RULES.has(i.keyword)) ? 400 : 422;
   let field = issue.instancePath.replace(/^\//, '').replace(/\//g, '.');
   if (issue.keyword === 'required') field = [field, String(issue.params.missingProperty)].filter(Boolean).join('.');
   if (issue.keyword === 'additionalProperties') {

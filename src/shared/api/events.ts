@@ -1,5 +1,6 @@
 // Schemas of the event catalogue listing and of admin-published events.
 import { Type, type Static } from '@sinclair/typebox';
+import { Id } from '../envelope.js';
 
 export const EventTypeSchema = Type.Object(
   {
@@ -14,7 +15,7 @@ export const PublishEventBody = Type.Object(
   {
     event: Type.String({ minLength: 1, maxLength: 100, description: 'A catalogue event name' }),
     data: Type.Object({}, { additionalProperties: true, description: 'Fields of the event (see GET /events/types)' }),
-    owner_id: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The customer the event belongs to' })),
+    owner_id: Type.Optional(Type.Union([Id(), Type.Null()], { description: 'The customer the event belongs to' })),
   },
   { additionalProperties: false },
 );

@@ -1,6 +1,6 @@
 // Schemas of websites (section 4.2, CONTRACT section 4), shared by the daemon and the CLI.
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp } from '../envelope.js';
+import { Id, Timestamp } from '../envelope.js';
 import { HOSTNAME_MAX_LENGTH } from '../hostname.js';
 
 export const Site = Type.Object(
@@ -18,7 +18,7 @@ export type Site = Static<typeof Site>;
 export const SubscriptionContextQuery = Type.Object(
   {
     subscription_id: Type.Optional(
-      Type.Integer({ description: 'Decimal subscription id. Absent: a customer\'s default subscription; for an admin, all subscriptions.' }),
+      Id({ description: 'Decimal subscription id. Absent: a customer\'s default subscription; for an admin, all subscriptions.' }),
     ),
   },
   { additionalProperties: false },
@@ -29,7 +29,7 @@ export const CreateSiteBody = Type.Object(
   {
     domain: Type.String({ minLength: 1, maxLength: HOSTNAME_MAX_LENGTH + 1, description: 'Host name, e.g. www.example.com' }),
     subscription_id: Type.Optional(
-      Type.Integer({ description: 'Absent: the customer\'s default subscription. Required for admins.' }),
+      Id({ description: 'Absent: the customer\'s default subscription. Required for admins.' }),
     ),
   },
   { additionalProperties: false },

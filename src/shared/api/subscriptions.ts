@@ -1,7 +1,7 @@
 // Schemas of subscriptions (CONTRACT section 4), shared by the daemon (validation,
 // serialisation, docs) and the CLI (types).
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp } from '../envelope.js';
+import { Id, Timestamp } from '../envelope.js';
 import { HOSTNAME_MAX_LENGTH } from '../hostname.js';
 
 export const SubscriptionStatus = Type.Union([Type.Literal('active'), Type.Literal('suspended')], {
@@ -24,7 +24,7 @@ export type Subscription = Static<typeof Subscription>;
 
 export const CreateSubscriptionBody = Type.Object(
   {
-    customer_id: Type.Integer({ minimum: 1, description: 'A user with role `customer`' }),
+    customer_id: Id({ description: 'A user with role `customer`' }),
     main_domain: Type.String({ minLength: 1, maxLength: HOSTNAME_MAX_LENGTH + 1, description: 'Host name, e.g. example.com' }),
     is_default: Type.Optional(
       Type.Boolean({ description: 'Make it the customer\'s default (clears the previous one). A customer\'s first subscription is always the default.' }),

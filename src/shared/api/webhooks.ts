@@ -1,7 +1,7 @@
 // Schemas of webhook endpoints and their delivery log, shared by the daemon (validation,
 // serialisation, docs), the CLI and the TUI (types). The secret is accepted, never returned.
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp } from '../envelope.js';
+import { Id, Timestamp } from '../envelope.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute https: URL the events are POSTed to' });
 const Secret = Type.String({ minLength: 1, maxLength: 1024, description: 'Key of the HMAC-SHA256 signature; never returned' });
@@ -49,7 +49,7 @@ export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 
 export const ListWebhooksQuery = Type.Object(
   {
-    user_id: Type.Optional(Type.Integer({ minimum: 1, description: "Admins: that user's endpoints" })),
+    user_id: Type.Optional(Id({ description: "Admins: that user's endpoints" })),
     all: Type.Optional(Type.Boolean({ description: "Admins: every user's endpoints" })),
   },
   { additionalProperties: false },
@@ -93,13 +93,13 @@ export const TestWebhookBody = Type.Object(
 export type TestWebhookBody = Static<typeof TestWebhookBody>;
 
 export const RedeliverParams = Type.Object({
-  id: Type.Integer({ minimum: 1, description: 'Endpoint id' }),
-  entry_id: Type.Integer({ minimum: 1, description: 'Delivery log entry id' }),
+  id: Id({ description: 'Endpoint id' }),
+  entry_id: Id({ description: 'Delivery log entry id' }),
 });
 export type RedeliverParams = Static<typeof RedeliverParams>;
 
 export const StreamQuery = Type.Object(
-  { endpoint_id: Type.Optional(Type.Integer({ minimum: 1, description: "Only this endpoint's entries" })) },
+  { endpoint_id: Type.Optional(Id({ description: "Only this endpoint's entries" })) },
   { additionalProperties: false },
 );
 export type StreamQuery = Static<typeof StreamQuery>;

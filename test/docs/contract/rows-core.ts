@@ -37,7 +37,7 @@ export const CORE_ROWS: Row[] = [
   { op: op('DELETE', 'admin/users/{id}'), status: 403, case: 'customer', as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.adminId }) },
   { op: op('DELETE', 'admin/users/{id}'), status: 404, case: 'unknown id', as: 'admin', error: 'not found', params: { id: 999999 } },
   { op: op('DELETE', 'admin/users/{id}'), status: 409, case: 'own account', as: 'admin', error: 'conflict', params: (ctx) => ({ id: ctx.adminId }) },
-  { op: op('DELETE', 'admin/users/{id}'), status: 422, case: 'id 0', as: 'admin', error: 'validation failed', params: { id: 0 } },
+  { op: op('DELETE', 'admin/users/{id}'), status: 400, case: 'id 0', as: 'admin', error: 'bad request', params: { id: 0 } },
 
   // admin/settings
   { op: op('GET', ADMIN_SETTINGS), status: 200, case: 'admin reads', as: 'admin' },

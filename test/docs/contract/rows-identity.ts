@@ -40,7 +40,7 @@ export const IDENTITY_ROWS: Row[] = [
   { op: op('DELETE', KEY), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: { id: 1 } },
   { op: op('DELETE', KEY), status: 403, case: "another user's key", as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.keys.adminKeyId }) },
   { op: op('DELETE', KEY), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 } },
-  { op: op('DELETE', KEY), status: 422, case: 'id 0', as: 'customer', error: 'validation failed', params: { id: 0 } },
+  { op: op('DELETE', KEY), status: 400, case: 'id 0', as: 'customer', error: 'bad request', params: { id: 0 } },
 
   // 2FA: the flow user sets up, enables and disables
   { op: SETUP, status: 200, case: 'a new pending secret', as: 'flow2fa' },

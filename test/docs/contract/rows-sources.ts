@@ -30,7 +30,7 @@ export const SOURCES_ROWS: Row[] = [
       return { id };
     },
   },
-  { op: op('POST', SUSPEND), status: 422, case: 'id 0', as: 'admin', error: 'validation failed', params: { id: 0 } },
+  { op: op('POST', SUSPEND), status: 400, case: 'id 0', as: 'admin', error: 'bad request', params: { id: 0 } },
 
   // sites
   { op: op('GET', 'sites'), status: 200, case: "customer's default subscription", as: 'customer' },
@@ -51,5 +51,5 @@ export const SOURCES_ROWS: Row[] = [
   { op: op('DELETE', 'sites/{id}'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: (ctx) => ({ id: ctx.otherSiteId }) },
   { op: op('DELETE', 'sites/{id}'), status: 403, case: "another customer's site", as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.otherSiteId }) },
   { op: op('DELETE', 'sites/{id}'), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 } },
-  { op: op('DELETE', 'sites/{id}'), status: 422, case: 'id 0', as: 'customer', error: 'validation failed', params: { id: 0 } },
+  { op: op('DELETE', 'sites/{id}'), status: 400, case: 'id 0', as: 'customer', error: 'bad request', params: { id: 0 } },
 ];

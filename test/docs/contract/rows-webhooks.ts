@@ -31,7 +31,7 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('GET', ONE), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: own },
   { op: op('GET', ONE), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: other },
   { op: op('GET', ONE), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 } },
-  { op: op('GET', ONE), status: 422, case: 'id 0', as: 'customer', error: 'validation failed', params: { id: 0 } },
+  { op: op('GET', ONE), status: 400, case: 'id 0', as: 'customer', error: 'bad request', params: { id: 0 } },
   { op: op('PUT', ONE), status: 200, case: 'partial update: events only', as: 'customer', params: own, body: { events: 'site.created, site.deleted' } },
   { op: op('PUT', ONE), status: 400, case: 'nothing to change', as: 'customer', error: 'bad request', params: own, body: {} },
   { op: op('PUT', ONE), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: own, body: { active: true } },
@@ -49,7 +49,7 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('DELETE', ONE), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: other },
   { op: op('DELETE', ONE), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: other },
   { op: op('DELETE', ONE), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 } },
-  { op: op('DELETE', ONE), status: 422, case: 'id 0', as: 'customer', error: 'validation failed', params: { id: 0 } },
+  { op: op('DELETE', ONE), status: 400, case: 'id 0', as: 'customer', error: 'bad request', params: { id: 0 } },
 
   // test deliveries and the log
   { op: op('POST', TEST), status: 200, case: 'delivered to the receiver', as: 'customerKey', params: own, body: { message: 'contract test' } },
@@ -70,7 +70,7 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('POST', REDELIVER), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: (ctx) => ({ id: ctx.ownWebhookId, entry_id: ctx.ownEntryId }) },
   { op: op('POST', REDELIVER), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.otherWebhookId, entry_id: ctx.ownEntryId }) },
   { op: op('POST', REDELIVER), status: 404, case: 'unknown entry', as: 'customer', error: 'not found', params: (ctx) => ({ id: ctx.ownWebhookId, entry_id: 999999 }) },
-  { op: op('POST', REDELIVER), status: 422, case: 'entry id 0', as: 'customer', error: 'validation failed', params: (ctx) => ({ id: ctx.ownWebhookId, entry_id: 0 }) },
+  { op: op('POST', REDELIVER), status: 400, case: 'entry id 0', as: 'customer', error: 'bad request', params: (ctx) => ({ id: ctx.ownWebhookId, entry_id: 0 }) },
 
   // the live stream
   { op: STREAM, status: 200, case: 'an event stream', as: 'customer', stream: true },
@@ -79,5 +79,5 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: STREAM, status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', stream: true },
   { op: STREAM, status: 403, case: "another customer's endpoint", as: 'customer', error: 'forbidden', stream: true, query: (ctx) => ({ endpoint_id: ctx.otherWebhookId }) },
   { op: STREAM, status: 404, case: 'unknown endpoint', as: 'customer', error: 'not found', stream: true, query: { endpoint_id: 999999 } },
-  { op: STREAM, status: 422, case: 'endpoint_id 0', as: 'customer', error: 'validation failed', stream: true, query: { endpoint_id: 0 } },
+  { op: STREAM, status: 400, case: 'endpoint_id 0', as: 'customer', error: 'bad request', stream: true, query: { endpoint_id: 0 } },
 ];

@@ -50,11 +50,11 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   const dir = ctx.dataDir();
   const paths = layout(dir);
   const { AlreadyInitialisedError, isInitialised, initDataDir, prepareDataDir } = await import('../../../daemon/init.js');
-  const { readPid, isAlive } = await import('../../../daemon/lock.js');
+  const { readPid, isDaemon } = await import('../../../daemon/lock.js');
   const databaseUrl = databaseUrlOf(ctx, options.databaseUrl);
 
   const pid = await readPid(paths.pidFile);
-  if (pid && isAlive(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
+  if (pid && isDaemon(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
   try {
     // A new data directory for a database that holds a panel already (another daemon's): only
     // the directory and its TLS certificate are made; the users are the database's.

@@ -19,12 +19,12 @@ export function daemonStatusCommand(ctx: Context): Command {
 }
 
 export async function daemonStatusRun(ctx: Context): Promise<void> {
-  const { readPid, isAlive } = await import('../../../daemon/lock.js');
+  const { readPid, isDaemon } = await import('../../../daemon/lock.js');
   const { readState } = await import('../../../daemon/server.js');
   const paths = layout(ctx.dataDir());
   const pid = await readPid(paths.pidFile);
   const state = await readState(paths);
-  if (!pid || !isAlive(pid) || !state || state.pid !== pid) {
+  if (!pid || !isDaemon(pid) || !state || state.pid !== pid) {
     throw new CliError(`the daemon is not running (${paths.root})`, EXIT.ERROR);
   }
   const healthy = await probeHealth(ctx, state, paths.cert);

@@ -13,10 +13,10 @@ export function daemonStopCommand(ctx: Context): Command {
 }
 
 export async function daemonStopRun(ctx: Context, timeoutSeconds: number): Promise<void> {
-  const { readPid, isAlive } = await import('../../../daemon/lock.js');
+  const { readPid, isAlive, isDaemon } = await import('../../../daemon/lock.js');
   const paths = layout(ctx.dataDir());
   const pid = await readPid(paths.pidFile);
-  if (!pid || !isAlive(pid)) {
+  if (!pid || !isDaemon(pid)) {
     if (ctx.json) ctx.printJson({ stopped: false, running: false });
     else ctx.err(`the daemon is not running (${paths.root})`);
     return;

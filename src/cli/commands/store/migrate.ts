@@ -29,12 +29,12 @@ async function loadImporter(): Promise<ImportJsonStore> {
 
 export async function storeMigrateRun(ctx: Context, options: StoreMigrateOptions, importer: () => Promise<ImportJsonStore> = loadImporter): Promise<void> {
   const { layout } = await import('../../../shared/paths.js');
-  const { readPid, isAlive } = await import('../../../daemon/lock.js');
+  const { readPid, isDaemon } = await import('../../../daemon/lock.js');
   const { describeDatabaseUrl, storeInitialised } = await import('../../../store/factory.js');
   const dir = ctx.dataDir();
   const target = describeDatabaseUrl(options.to);
   const pid = await readPid(layout(dir).pidFile);
-  if (pid && isAlive(pid)) {
+  if (pid && isDaemon(pid)) {
     throw new CliError(`a daemon (pid ${pid}) holds ${dir}; stop it first (panelctl daemon stop), then migrate`, EXIT.ERROR);
   }
   let summary: ImportSummary;

@@ -97,7 +97,7 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
         description: "404 for an unknown id, 403 for another customer's key (admins may delete any).",
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404, 422) },
+        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404) },
       },
     },
     async (request) => {

@@ -10,7 +10,7 @@ import { CreateSiteBody, Site, SubscriptionContextQuery } from '../../../shared/
 import { StoreConflictError } from '../../../store/store.js';
 import type { SiteRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
-import { decimalQuery, resolveSubscription } from '../subscriptions/context.js';
+import { resolveSubscription } from '../subscriptions/context.js';
 import { ListMemo } from '../list-memo.js';
 
 function siteView(s: SiteRecord): Site {
@@ -41,7 +41,6 @@ export default async function siteRoutes(app: FastifyInstance) {
   app.get<{ Querystring: SubscriptionContextQuery }>(
     '/sites',
     {
-      preValidation: decimalQuery('subscription_id'),
       schema: {
         tags: ['sites'],
         summary: 'Websites of a subscription',
@@ -124,7 +123,7 @@ export default async function siteRoutes(app: FastifyInstance) {
         summary: 'Delete a website; publishes site.deleted',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404, 422, 503) },
+        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404, 503) },
       },
     },
     async (request) => {

@@ -108,7 +108,7 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
         description: 'A suspended subscription keeps its sites (they can be listed and deleted) but accepts no new ones. Suspending it again is a 409.',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(Subscription), ...errorResponses(400, 401, 403, 404, 409, 422, 503) },
+        response: { 200: EnvelopeOf(Subscription), ...errorResponses(400, 401, 403, 404, 409, 503) },
       },
     },
     async (request) => {

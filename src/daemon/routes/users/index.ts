@@ -69,7 +69,7 @@ export default async function userRoutes(app: FastifyInstance) {
         summary: 'Delete a user with their API keys and webhook endpoints',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404, 409, 422) },
+        response: { 200: EnvelopeOf(Type.Object({ id: Type.Integer() })), ...errorResponses(400, 401, 403, 404, 409) },
       },
     },
     async (request) => {

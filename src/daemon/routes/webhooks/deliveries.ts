@@ -107,7 +107,7 @@ export default async function deliveryRoutes(app: FastifyInstance) {
         summary: "Send a logged attempt's payload again as a new delivery; answers with its first attempt",
         security,
         params: RedeliverParams,
-        response: { 200: EnvelopeOf(DeliveryEntry), ...errorResponses(400, 401, 403, 404, 422, 503) },
+        response: { 200: EnvelopeOf(DeliveryEntry), ...errorResponses(400, 401, 403, 404, 503) },
       },
     },
     async (request) => {

@@ -120,7 +120,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
         summary: 'One endpoint',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 403, 404, 422) },
+        response: { 200: EnvelopeOf(WebhookEndpoint), ...errorResponses(400, 401, 403, 404) },
       },
     },
     async (request) => {
@@ -167,7 +167,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
         summary: 'Delete an endpoint with its delivery log; its pending deliveries are dropped',
         security,
         params: IdParam,
-        response: { 200: EnvelopeOf(DeletedWebhook), ...errorResponses(400, 401, 403, 404, 422, 503) },
+        response: { 200: EnvelopeOf(DeletedWebhook), ...errorResponses(400, 401, 403, 404, 503) },
       },
     },
     async (request) => {

@@ -38,7 +38,7 @@ export default async function streamRoutes(app: FastifyInstance) {
             description: 'text/event-stream: one `delivery` event per new attempt; a `: keepalive` comment every 15 s',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
-          ...errorResponses(400, 401, 403, 404, 422),
+          ...errorResponses(400, 401, 403, 404),
         },
       },
     },

@@ -1,0 +1,141 @@
+// Server limits: how long a client may take to send its headers and its whole request, how long
+// an idle connection is kept, and how many connections one client address may hold open. Without
+// them a client that opens connections and sends nothing, or a body one byte at a time, holds a
+// socket (and TLS state) forever. See docs/decisions/hardening.md.
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyServerOptions } from 'fastify';
+import { API_ERRORS } from '../shared/errors.js';
+
+export interface ServerLimits {
+  /** From connection (or the start of a request) to the end of its headers; also the TLS handshake. */
+  headersTimeoutMs: number;
+  /** From the start of a request to the end of its body. A response being written is not cut. */
+  requestTimeoutMs: number;
+  /** An idle kept-alive connection between two requests. */
+  keepAliveTimeoutMs: number;
+  /** A socket on which nothing is read or written (a stream's keepalive counts as writing). */
+  socketTimeoutMs: number;
+  /** Open connections per client IP address; more are closed at once. */
+  maxConnectionsPerIp: number;
+  /** How often node checks the header and request deadlines. */
+  checkIntervalMs: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 10_000,
+  socketTimeoutMs: 60_000,
+  maxConnectionsPerIp: 256,
+  checkIntervalMs: 1_000,
+};
+
+/** Environment variables that override a limit (for tuning, and for tests that need small ones). */
+export const LIMIT_ENV: Readonly<Record<keyof ServerLimits, string>> = {
+  headersTimeoutMs: 'PANELCTL_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'PANELCTL_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'PANELCTL_KEEPALIVE_TIMEOUT_MS',
+  socketTimeoutMs: 'PANELCTL_SOCKET_TIMEOUT_MS',
+  maxConnectionsPerIp: 'PANELCTL_MAX_CONNECTIONS_PER_IP',
+  checkIntervalMs: 'PANELCTL_TIMEOUT_CHECK_MS',
+};
+
+/**
+ * The limits, with any set in the environment; a value that is not a positive integer is an
+ * error naming the variable.
+ * @example
+ * limitsFromEnv({ PANELCTL_MAX_CONNECTIONS_PER_IP: '4' }).maxConnectionsPerIp; // 4
+ */
+export function limitsFromEnv(env: NodeJS.ProcessEnv = process.env): ServerLimits {
+  const limits = { ...DEFAULT_LIMITS };
+  for (const [field, name] of Object.entries(LIMIT_ENV) as Array<[keyof ServerLimits, string]>) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    if (!/^[1-9][0-9]{0,9}$/.test(raw)) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+    limits[field] = Number(raw);
+  }
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error(`${LIMIT_ENV.headersTimeoutMs} (${limits.headersTimeoutMs}) must not exceed ${LIMIT_ENV.requestTimeoutMs} (${limits.requestTimeoutMs})`);
+  }
+  return limits;
+}
+
+/** Options for node's http/https server constructor (fastify passes `https` or `http` through). */
+export function nodeServerOptions(limits: ServerLimits): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number; handshakeTimeout: number } {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: limits.checkIntervalMs,
+    // TLS only: a client that connects and never completes the handshake.
+    handshakeTimeout: limits.headersTimeoutMs,
+  };
+}
+
+function envelope(status: number, error: string, message: string): string {
+  const body = JSON.stringify({ data: null, error, message });
+  const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/**
+ * Fastify's `clientErrorHandler`: errors before a request reaches fastify (a header or request
+ * deadline passed, oversized headers, a malformed request line) answered with the envelope, as
+ * every other answer is, and the socket closed.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      socket.write(envelope(408, API_ERRORS.REQUEST_TIMEOUT.error, 'the request was not received in time; the connection is closed'));
+    } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+      socket.write(envelope(431, API_ERRORS.HEADERS_TOO_LARGE.error, 'the request headers are too large'));
+    } else {
+      socket.write(envelope(400, API_ERRORS.BAD_REQUEST.error, 'malformed HTTP request'));
+    }
+  }
+  socket.destroy();
+}
+
+/** The fastify options that carry the limits (the node server options go in `https`/`http`). */
+export function fastifyLimitOptions(limits: ServerLimits): Pick<FastifyServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'> & {
+  clientErrorHandler: typeof clientErrorHandler;
+} {
+  return {
+    connectionTimeout: limits.socketTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    clientErrorHandler,
+  };
+}
+
+/**
+ * Caps the open connections per client address: a connection beyond `max` is closed as soon as
+ * it is accepted (before TLS). `onRefuse` is called once each time an address reaches the cap.
+ * @example
+ * capConnectionsPerIp(app.server, 256, (ip) => app.log.warn({ ip }, 'connection cap reached'));
+ */
+export function capConnectionsPerIp(server: Server, max: number, onRefuse: (ip: string, open: number) => void = () => undefined): { open(ip: string): number } {
+  const open = new Map<string, number>();
+  const refusing = new Set<string>();
+  server.on('connection', (socket: Socket) => {
+    const ip = socket.remoteAddress ?? 'unknown';
+    const count = open.get(ip) ?? 0;
+    if (count >= max) {
+      if (!refusing.has(ip)) {
+        refusing.add(ip);
+        onRefuse(ip, count);
+      }
+      socket.destroy();
+      return;
+    }
+    open.set(ip, count + 1);
+    socket.once('close', () => {
+      const left = (open.get(ip) ?? 1) - 1;
+      if (left <= 0) open.delete(ip);
+      else open.set(ip, left);
+      if (left < max) refusing.delete(ip);
+    });
+  });
+  return { open: (ip) => open.get(ip) ?? 0 };
+}

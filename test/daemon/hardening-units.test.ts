@@ -1,0 +1,48 @@
+// The small pure parts of issue 19's hardening: query redaction, limits from the environment,
+// and what counts as a panelctl daemon's command line.
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, limitsFromEnv } from '../../src/daemon/limits.js';
+import { isDaemonCommand } from '../../src/daemon/lock.js';
+import { redactQuery } from '../../src/daemon/request-logger.js';
+
+describe('redactQuery', () => {
+  it.each([
+    ['/api/v1/sites', '/api/v1/sites'],
+    ['/api/v1/sites?', '/api/v1/sites?'],
+    ['/api/v1/sites?api_key=ncp_0123&subscription_id=4', '/api/v1/sites?api_key=[redacted]&subscription_id=[redacted]'],
+    ['/api/v1/health?token=a=b', '/api/v1/health?token=[redacted]'],
+    ['/api/v1/health?flag', '/api/v1/health?flag'],
+    [`/api/v1/health?ncp_${'0'.repeat(64)}`, '/api/v1/health?[redacted]'],
+  ])('%s → %s', (url, logged) => {
+    expect(redactQuery(url)).toBe(logged);
+  });
+});
+
+describe('limitsFromEnv', () => {
+  it('gives the defaults, overridden by the environment', () => {
+    expect(limitsFromEnv({})).toEqual(DEFAULT_LIMITS);
+    expect(limitsFromEnv({ PANELCTL_MAX_CONNECTIONS_PER_IP: '4', PANELCTL_REQUEST_TIMEOUT_MS: '2000', PANELCTL_HEADERS_TIMEOUT_MS: '500' })).toMatchObject({
+      maxConnectionsPerIp: 4,
+      requestTimeoutMs: 2000,
+      headersTimeoutMs: 500,
+    });
+  });
+  it('refuses a value that is not a positive integer, naming the variable', () => {
+    expect(() => limitsFromEnv({ PANELCTL_KEEPALIVE_TIMEOUT_MS: '1e3' })).toThrow('PANELCTL_KEEPALIVE_TIMEOUT_MS must be a positive integer, got "1e3"');
+    expect(() => limitsFromEnv({ PANELCTL_MAX_CONNECTIONS_PER_IP: '0' })).toThrow(/PANELCTL_MAX_CONNECTIONS_PER_IP/);
+    expect(() => limitsFromEnv({ PANELCTL_HEADERS_TIMEOUT_MS: '60000' })).toThrow(/must not exceed PANELCTL_REQUEST_TIMEOUT_MS/);
+  });
+});
+
+describe('isDaemonCommand', () => {
+  it.each([
+    [['node', '/work/panelctl/bin/panelctl.js', 'daemon', 'start', '--foreground'], true],
+    [['/usr/bin/node', '/usr/local/bin/panelctl', '--data-dir', '/srv/p', 'daemon', 'start'], true],
+    [['node', '/work/panelctl/bin/panelctl.js', 'daemon', 'status'], false],
+    [['node', '-e', 'setInterval(() => {}, 1000)'], false],
+    [['sleep', '100'], false],
+    [['node', '/opt/other/daemon.js', 'daemon', 'start'], false],
+  ])('%j → %s', (argv, expected) => {
+    expect(isDaemonCommand(argv)).toBe(expected);
+  });
+});
