@@ -2,6 +2,7 @@
 // the TLS certificate and the first admin user. Files holding secrets are 0600.
 import { randomBytes } from 'node:crypto';
 import { access, chmod, mkdir, writeFile } from 'node:fs/promises';
+import { isValidEmail } from '../shared/email.js';
 import { layout, type DataLayout } from '../shared/paths.js';
 import { JsonStore } from '../store/json/json-store.js';
 import { generatePassword, newUserRecord } from './auth/password.js';
@@ -35,8 +36,17 @@ export async function isInitialised(root: string): Promise<boolean> {
   }
 }
 
+export class InvalidEmailError extends Error {
+  constructor(readonly email: string) {
+    super(`${JSON.stringify(email)} is not an email address (e.g. admin@localhost or jane@example.com)`);
+  }
+}
+
 export async function initDataDir(root: string, options: InitOptions = {}): Promise<InitResult> {
   const paths = layout(root);
+  // The same rule as the API's (shared/email.ts): the first admin can log in and reset its password.
+  const email = (options.email ?? 'admin@localhost').trim().toLowerCase();
+  if (!isValidEmail(email)) throw new InvalidEmailError(email);
   if (await isInitialised(root)) throw new AlreadyInitialisedError(root);
   await mkdir(paths.root, { recursive: true, mode: 0o700 });
   await chmod(paths.root, 0o700);
@@ -47,7 +57,6 @@ export async function initDataDir(root: string, options: InitOptions = {}): Prom
   await writeFile(paths.key, key, { mode: 0o600 });
   await writeFile(paths.cert, cert, { mode: 0o644 });
 
-  const email = (options.email ?? 'admin@localhost').trim().toLowerCase();
   const generatedPassword = options.password ? null : generatePassword();
   const password = options.password ?? generatedPassword!;
   const store = await JsonStore.open(paths, { create: true });

@@ -2,7 +2,7 @@
 import { Command } from 'commander';
 import { EXIT } from '../../shared/errors.js';
 import type { Context } from '../context.js';
-import { CliError } from '../errors.js';
+import { CliError, UsageError } from '../errors.js';
 import { readNewPassword } from '../prompt.js';
 
 export interface InitOptions {
@@ -22,6 +22,9 @@ export function initCommand(ctx: Context): Command {
 
 export async function initRun(ctx: Context, options: InitOptions): Promise<void> {
   const { initDataDir, isInitialised } = await import('../../daemon/init.js');
+  const { isValidEmail } = await import('../../shared/email.js');
+  const email = (options.email ?? 'admin@localhost').trim();
+  if (!isValidEmail(email)) throw new UsageError(`--email ${JSON.stringify(email)} is not an email address (e.g. admin@localhost or jane@example.com)`);
   const { layout } = await import('../../shared/paths.js');
   const { readPid, isAlive } = await import('../../daemon/lock.js');
   const dir = ctx.dataDir();
@@ -29,7 +32,7 @@ export async function initRun(ctx: Context, options: InitOptions): Promise<void>
   if (pid && isAlive(pid)) throw new CliError(`a daemon (pid ${pid}) holds ${dir}; init works only on a stopped daemon`, EXIT.ERROR);
   if (await isInitialised(dir)) throw new CliError(`${dir} is already initialised`, EXIT.ERROR);
   const password = await readNewPassword(ctx, Boolean(options.passwordStdin));
-  const result = await initDataDir(dir, { email: options.email, name: options.name, password: password ?? undefined });
+  const result = await initDataDir(dir, { email, name: options.name, password: password ?? undefined });
   reportInit(ctx, result);
 }
 

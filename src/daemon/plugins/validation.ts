@@ -3,12 +3,16 @@
 import { Ajv, type Options } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isValidEmail } from '../../shared/email.js';
 
 function makeAjv(options: Options): Ajv {
   const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: false, ...options });
   // ajv-formats is CommonJS: its default export arrives as the module object under NodeNext.
   const addFormats = ((formatsPlugin as { default?: unknown }).default ?? formatsPlugin) as (ajv: Ajv) => Ajv;
   addFormats(ajv);
+  // One email rule for every route (shared/email.ts): ajv-formats' own wants a dotted domain
+  // and refuses admin@localhost, the address `init` gives the first admin.
+  ajv.addFormat('email', { type: 'string', validate: isValidEmail });
   return ajv;
 }
 
