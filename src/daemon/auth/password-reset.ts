@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Store } from '../../store/store.js';
 import type { Mailer } from '../mail/mailer.js';
-import { hashPassword } from './password.js';
+import { passwordChange } from './password.js';
 import { RESET_TOKEN_TTL_MS, generateResetToken, hashResetToken } from './reset-tokens.js';
 
 export interface PasswordResetOptions {
@@ -50,7 +50,7 @@ export class PasswordResets {
     await store.resetTokens.update(record.id, { used_at: at });
     const user = await store.users.get(record.user_id);
     if (!user) throw new ApiError('INVALID_TOKEN', 'the reset token is unknown, already used or expired: request a new one');
-    await store.users.update(user.id, { password_hash: await hashPassword(password), password_changed_at: at, updated_at: at });
+    await store.users.update(user.id, await passwordChange(user, password, at));
     for (const spent of await store.resetTokens.list((t) => t.user_id === user.id)) await store.resetTokens.remove(spent.id);
   }
 

@@ -86,3 +86,9 @@ export const ResetPasswordBody = Type.Object(
   { additionalProperties: false },
 );
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
+
+export const SetPasswordBody = Type.Object(
+  { password: Type.String({ minLength: 8, maxLength: 1024, description: 'The new password' }) },
+  { additionalProperties: false },
+);
+export type SetPasswordBody = Static<typeof SetPasswordBody>;
