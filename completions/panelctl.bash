@@ -5,7 +5,7 @@
 
 _panelctl_subcommands() {
   case "$1" in
-    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users settings 2fa watch completion' ;;
+    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users admin settings 2fa watch completion' ;;
     'init') echo '' ;;
     'daemon') echo 'start stop status' ;;
     'daemon start') echo '' ;;
@@ -44,6 +44,8 @@ _panelctl_subcommands() {
     'users list') echo '' ;;
     'users create') echo '' ;;
     'users delete') echo '' ;;
+    'admin') echo 'reset-password' ;;
+    'admin reset-password') echo '' ;;
     'settings') echo 'get set' ;;
     'settings get') echo '' ;;
     'settings set') echo '' ;;
@@ -97,6 +99,8 @@ _panelctl_options() {
     'users list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'users create') echo '--email --name --role --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'users delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'admin') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'admin reset-password') echo '--email --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings get') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings set') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -150,6 +154,8 @@ _panelctl_value_options() {
     'users list') echo '--url --token --ca --data-dir' ;;
     'users create') echo '--email --name --role --url --token --ca --data-dir' ;;
     'users delete') echo '--url --token --ca --data-dir' ;;
+    'admin') echo '--url --token --ca --data-dir' ;;
+    'admin reset-password') echo '--email --url --token --ca --data-dir' ;;
     'settings') echo '--url --token --ca --data-dir' ;;
     'settings get') echo '--url --token --ca --data-dir' ;;
     'settings set') echo '--url --token --ca --data-dir' ;;
@@ -263,6 +269,10 @@ _panelctl_option_value() {
     'users create|--data-dir') _panelctl_reply dir '' ;;
     'users delete|--ca') _panelctl_reply file '' ;;
     'users delete|--data-dir') _panelctl_reply dir '' ;;
+    'admin|--ca') _panelctl_reply file '' ;;
+    'admin|--data-dir') _panelctl_reply dir '' ;;
+    'admin reset-password|--ca') _panelctl_reply file '' ;;
+    'admin reset-password|--data-dir') _panelctl_reply dir '' ;;
     'settings|--ca') _panelctl_reply file '' ;;
     'settings|--data-dir') _panelctl_reply dir '' ;;
     'settings get|--ca') _panelctl_reply file '' ;;
