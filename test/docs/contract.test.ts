@@ -20,6 +20,7 @@ const ROWS: Row[] = [...CORE_ROWS, ...SOURCES_ROWS, ...IDENTITY_ROWS, ...WEBHOOK
 
 /** Statuses a route may document without a row of its own, with the reason. */
 const ANY_ROUTE: Record<number, string> = {
+  400: 'every operation documents 400: an HTTP/1.1 request without Host reaches it and is refused; raw-socket test in test/daemon/pre-routing.test.ts',
   429: "the request limiter's 429: exercised once per window (login, reset, user) and for the lockout in LIMIT_ROWS",
   503: 'storage failure or shutdown: provoked on a full or read-only disk by test/reliability/disk.test.ts',
 };
