@@ -13,7 +13,8 @@ const EMAIL = new RegExp(EMAIL_PATTERN);
 export const EMAIL_MAX_LENGTH = 254;
 
 /**
- * Whether `value` is an email address the panel accepts.
+ * Whether `value` is an email address the panel accepts. Surrounding whitespace is ignored (a
+ * pasted address often carries some); the routes trim before they use it.
  *
  * @example
  * isValidEmail('admin@localhost'); // true
@@ -21,5 +22,6 @@ export const EMAIL_MAX_LENGTH = 254;
  * isValidEmail('jane@'); // false
  */
 export function isValidEmail(value: string): boolean {
-  return value.length <= EMAIL_MAX_LENGTH && EMAIL.test(value);
+  const address = value.trim();
+  return address.length <= EMAIL_MAX_LENGTH && EMAIL.test(address);
 }

@@ -15,6 +15,7 @@ describe('the email rule', () => {
     ['jane.doe+tag@mail.example.com', true],
     ["o'brien@example.co.uk", true],
     ['a@b', true],
+    [' Admin@LOCALHOST ', true],
     ['', false],
     ['admin', false],
     ['admin@', false],

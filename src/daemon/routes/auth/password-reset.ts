@@ -35,7 +35,7 @@ export default async function passwordResetRoutes(app: FastifyInstance) {
     },
     async (request) => {
       await app.lockout.recordFailure(request);
-      resets.request(request.body.email);
+      resets.request(request.body.email.trim());
       return ok(null, FORGOT_MESSAGE);
     },
   );
