@@ -5,7 +5,7 @@
 
 _panelctl_subcommands() {
   case "$1" in
-    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users store settings 2fa watch completion' ;;
+    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users admin store settings 2fa watch completion' ;;
     'init') echo '' ;;
     'daemon') echo 'start stop status' ;;
     'daemon start') echo '' ;;
@@ -44,6 +44,8 @@ _panelctl_subcommands() {
     'users list') echo '' ;;
     'users create') echo '' ;;
     'users delete') echo '' ;;
+    'admin') echo 'reset-password' ;;
+    'admin reset-password') echo '' ;;
     'store') echo 'migrate' ;;
     'store migrate') echo '' ;;
     'settings') echo 'get set' ;;
@@ -99,6 +101,8 @@ _panelctl_options() {
     'users list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'users create') echo '--email --name --role --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'users delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'admin') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'admin reset-password') echo '--email --password-stdin --database-url -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'store') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'store migrate') echo '--to -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -154,6 +158,8 @@ _panelctl_value_options() {
     'users list') echo '--url --token --ca --data-dir' ;;
     'users create') echo '--email --name --role --url --token --ca --data-dir' ;;
     'users delete') echo '--url --token --ca --data-dir' ;;
+    'admin') echo '--url --token --ca --data-dir' ;;
+    'admin reset-password') echo '--email --database-url --url --token --ca --data-dir' ;;
     'store') echo '--url --token --ca --data-dir' ;;
     'store migrate') echo '--to --url --token --ca --data-dir' ;;
     'settings') echo '--url --token --ca --data-dir' ;;
@@ -269,6 +275,10 @@ _panelctl_option_value() {
     'users create|--data-dir') _panelctl_reply dir '' ;;
     'users delete|--ca') _panelctl_reply file '' ;;
     'users delete|--data-dir') _panelctl_reply dir '' ;;
+    'admin|--ca') _panelctl_reply file '' ;;
+    'admin|--data-dir') _panelctl_reply dir '' ;;
+    'admin reset-password|--ca') _panelctl_reply file '' ;;
+    'admin reset-password|--data-dir') _panelctl_reply dir '' ;;
     'store|--ca') _panelctl_reply file '' ;;
     'store|--data-dir') _panelctl_reply dir '' ;;
     'store migrate|--ca') _panelctl_reply file '' ;;

@@ -37,7 +37,7 @@ export function hintFor(status: number, error: string, tokenSource: ClientOption
     return tokenSource === 'flag' ? 'Check --token / PANELCTL_TOKEN, or run panelctl login' : 'Run panelctl login';
   }
   if (status === 403 && error === 'jwt required') return 'This command needs a login session, not an API key: run panelctl login';
-  if (status === 403) return 'Your account may not do this (admins only, or another customer owns it)';
+  if (status === 403) return 'Your account may not do this (admins only, or it belongs to another user)';
   if (status === 429 && error === 'too_many_attempts') return 'Too many failed attempts from this address: wait, then try again';
   return undefined;
 }

@@ -37,7 +37,21 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * A reader that goes away (`panelctl events types | head -1`) is not an error: like git and
+ * gh, stop quietly with exit 0 once stdout or stderr is a closed pipe. Without a listener,
+ * the EPIPE of the next write would surface as an uncaught exception with its stack.
+ */
+export function exitQuietlyOnClosedPipe(stream: NodeJS.WriteStream, exit: (code: number) => void = process.exit): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') exit(EXIT.OK);
+    else throw error;
+  });
+}
+
 export function main(argv: string[]): void {
+  exitQuietlyOnClosedPipe(process.stdout);
+  exitQuietlyOnClosedPipe(process.stderr);
   run(argv).then(
     (code) => {
       process.exitCode = code;

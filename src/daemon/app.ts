@@ -9,6 +9,7 @@ import dispatcherPlugin from './dispatcher/plugin.js';
 import authPlugin from './plugins/auth.js';
 import docsPlugin from './plugins/docs.js';
 import errorsPlugin from './plugins/errors.js';
+import { clientErrorHandler, frameworkErrors } from './plugins/protocol-errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import lockoutPlugin from './plugins/lockout.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
@@ -51,7 +52,10 @@ export const LOG_REDACT = [
   '*.totp_code',
 ];
 
-export async function buildApp(options: DaemonOptions, server: FastifyServerOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(options: DaemonOptions, server: FastifyServerOptions & { https?: object | null } = {}): Promise<FastifyInstance> {
+  // node answers a request without Host with an empty 400 of its own; the errors plugin answers
+  // it with the envelope instead.
+  const noHostCheck = { requireHostHeader: false };
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
     logger: false,
@@ -60,8 +64,12 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     forceCloseConnections: 'idle',
     childLoggerFactory,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
+    // Errors raised before routing answer with the envelope too (plugins/protocol-errors.ts).
+    clientErrorHandler,
+    frameworkErrors,
     ...server,
-  });
+    ...(server.https ? { https: { ...server.https, ...noHostCheck } } : { http: { ...noHostCheck } }),
+  } as FastifyServerOptions);
   app.setValidatorCompiler(validatorCompiler);
   // Every route with its access level, for the API docs test and the route fuzzer.
   const routes: RouteSummary[] = [];

@@ -5,6 +5,7 @@
 // Files holding secrets are 0600.
 import { randomBytes } from 'node:crypto';
 import { access, chmod, mkdir, writeFile } from 'node:fs/promises';
+import { isValidEmail } from '../shared/email.js';
 import { layout, type DataLayout } from '../shared/paths.js';
 import { describeDatabaseUrl, openStore, storeInitialised } from '../store/factory.js';
 import { StoreConflictError } from '../store/store.js';
@@ -53,6 +54,12 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+export class InvalidEmailError extends Error {
+  constructor(readonly email: string) {
+    super(`${JSON.stringify(email)} is not an email address (e.g. admin@localhost or jane@example.com)`);
+  }
+}
+
 /** Creates the data directory (0700) and its TLS certificate when missing; keeps what is there. */
 export async function prepareDataDir(root: string): Promise<DataLayout> {
   const paths = layout(root);
@@ -70,11 +77,13 @@ export async function prepareDataDir(root: string): Promise<DataLayout> {
 export async function initDataDir(root: string, options: InitOptions = {}): Promise<InitResult> {
   const { databaseUrl } = options;
   const where = databaseUrl ? `the database ${describeDatabaseUrl(databaseUrl)}` : root;
+  // The same rule as the API's (shared/email.ts): the first admin can log in and reset its password.
+  const email = (options.email ?? 'admin@localhost').trim().toLowerCase();
+  if (!isValidEmail(email)) throw new InvalidEmailError(email);
   if (await isInitialised(root, databaseUrl)) throw new AlreadyInitialisedError(where);
   const paths = await prepareDataDir(root);
   if (!databaseUrl) await writeFile(paths.jwtSecret, newJwtSecret(), { mode: 0o600, flag: 'w' });
 
-  const email = (options.email ?? 'admin@localhost').trim().toLowerCase();
   const generatedPassword = options.password ? null : generatePassword();
   const password = options.password ?? generatedPassword!;
   const store = await openStore({ dataDir: root, databaseUrl, create: true });

@@ -72,40 +72,14 @@ export function nodeServerOptions(limits: ServerLimits): { headersTimeout: numbe
   };
 }
 
-function envelope(status: number, error: string, message: string): string {
-  const body = JSON.stringify({ data: null, error, message });
-  const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
-  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-}
-
-/**
- * Fastify's `clientErrorHandler`: errors before a request reaches fastify (a header or request
- * deadline passed, oversized headers, a malformed request line) answered with the envelope, as
- * every other answer is, and the socket closed.
- */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) {
-    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      socket.write(envelope(408, API_ERRORS.REQUEST_TIMEOUT.error, 'the request was not received in time; the connection is closed'));
-    } else if (error.code === 'HPE_HEADER_OVERFLOW') {
-      socket.write(envelope(431, API_ERRORS.HEADERS_TOO_LARGE.error, 'the request headers are too large'));
-    } else {
-      socket.write(envelope(400, API_ERRORS.BAD_REQUEST.error, 'malformed HTTP request'));
-    }
-  }
-  socket.destroy();
-}
-
 /** The fastify options that carry the limits (the node server options go in `https`/`http`). */
-export function fastifyLimitOptions(limits: ServerLimits): Pick<FastifyServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'> & {
-  clientErrorHandler: typeof clientErrorHandler;
-} {
+// Requests that miss these deadlines are answered (408, as the envelope) by the app's
+// clientErrorHandler (plugins/protocol-errors.ts), as every other error before routing.
+export function fastifyLimitOptions(limits: ServerLimits): Pick<FastifyServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'> {
   return {
     connectionTimeout: limits.socketTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
-    clientErrorHandler,
   };
 }
 

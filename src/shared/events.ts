@@ -1,6 +1,7 @@
 // The event catalogue (section 6.1): the one source for validating published events, for
 // webhook subscriptions, for GET /events/types, the OpenAPI document, completions and docs.
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+import { MAX_ID } from './envelope.js';
 
 export type FieldType = 'integer' | 'string';
 
@@ -25,6 +26,17 @@ export const EVENT_CATALOGUE: readonly EventType[] = [
   { name: 'webhook.test', description: 'manually triggered by POST /webhooks/:id/test', fields: { message: 'string' } },
 ];
 
+/**
+ * Identifier fields (every integer field of the catalogue, and `owner_id`) are integers from 1
+ * to 2^53 - 1: every JSON reader represents them exactly. Larger values arrive already rounded
+ * (JSON.parse reads 9007199254740993 as 9007199254740992), so the check is for safe integers.
+ */
+export { MAX_ID } from './envelope.js';
+
+export function isId(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+}
+
 export const EVENT_NAMES: readonly string[] = EVENT_CATALOGUE.map((e) => e.name);
 const BY_NAME = new Map(EVENT_CATALOGUE.map((e) => [e.name, e]));
 
@@ -36,7 +48,7 @@ export function eventType(name: string): EventType | undefined {
 export function eventDataSchema(type: EventType): TObject {
   const props: Record<string, TSchema> = {};
   for (const [field, kind] of Object.entries(type.fields)) {
-    props[field] = kind === 'integer' ? Type.Integer({ minimum: 1 }) : Type.String({ minLength: 1, maxLength: 1000 });
+    props[field] = kind === 'integer' ? Type.Integer({ minimum: 1, maximum: MAX_ID }) : Type.String({ minLength: 1, maxLength: 1000 });
   }
   return Type.Object(props, { additionalProperties: false, description: type.description });
 }
@@ -50,8 +62,8 @@ export function validateEventData(name: string, data: unknown): string | null {
   for (const [field, kind] of Object.entries(type.fields)) {
     const value = record[field];
     if (value === undefined || value === null) return `data.${field}: is required for ${name}`;
-    if (kind === 'integer' && !(typeof value === 'number' && Number.isInteger(value) && value >= 1)) {
-      return `data.${field}: must be a positive integer`;
+    if (kind === 'integer' && !isId(value)) {
+      return `data.${field}: must be an integer from 1 to ${MAX_ID}`;
     }
     if (kind === 'string' && !(typeof value === 'string' && value.length >= 1 && value.length <= 1000)) {
       return `data.${field}: must be a non-empty string of at most 1000 characters`;

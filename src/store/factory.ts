@@ -15,6 +15,8 @@ export interface StoreConfig {
   create?: boolean;
   /** Told of what the store repaired at open (a torn journal tail), for the daemon's log. */
   warn?: (message: string) => void;
+  /** Only to read, while a daemon owns the store (the JSON store writes nothing then). */
+  readOnly?: boolean;
 }
 
 /**
@@ -29,7 +31,7 @@ export async function openStore(config: StoreConfig): Promise<Store> {
     return PostgresStore.open(config.databaseUrl, { create: config.create });
   }
   const { JsonStore } = await import('./json/json-store.js');
-  return JsonStore.open(layout(config.dataDir), { create: config.create, warn: config.warn });
+  return JsonStore.open(layout(config.dataDir), { create: config.create, warn: config.warn, readOnly: config.readOnly });
 }
 
 /** Whether the configured store already holds an initialised panel (a first user exists). */

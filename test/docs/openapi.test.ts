@@ -1,7 +1,12 @@
 // The OpenAPI document as the daemon serves it: public, valid OpenAPI 3.1, the same in YAML
 // and JSON, and complete: every /api/v1 route the app registers is in it with its security,
 // every catalogue event is described as a webhook, every registry error in the introduction.
+import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -155,8 +160,65 @@ describe('OpenAPI document', () => {
       expect(Object.keys(post.responses).sort()).toEqual(['2XX', '403', 'default']);
       expect(post.description).toMatch(/10 s.*retry follows 2 s later/s);
     }
-    const generic = ajv.compile(structuredClone({ ...doc.components.schemas.WebhookPayload, oneOf: undefined, discriminator: undefined }));
-    expect(generic({ event: 'site.created', timestamp: '2025-01-15T10:30:00Z', data: { site_id: 1, domain: 'a.example' } })).toBe(true);
+    // Identifiers: integers every JSON reader represents exactly.
+    const site = ajv.compile(doc.components.schemas.SiteCreatedEvent);
+    expect(site({ event: 'site.created', timestamp: '2025-01-15T10:30:00Z', data: { site_id: 1, domain: 'a.example' } })).toBe(true);
+    expect(site({ event: 'site.created', timestamp: '2025-01-15T10:30:00Z', data: { site_id: 2 ** 53, domain: 'a.example' } })).toBe(false);
+  });
+
+  it("lints clean under Redocly's recommended rules (no error, no warning)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'panelctl-lint-'));
+    try {
+      const file = join(dir, 'openapi.yaml');
+      await writeFile(file, yamlText);
+      const bin = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js');
+      const output = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, [bin, 'lint', file, '--extends', 'recommended', '--format', 'json'], { cwd: dir, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } }, (error, stdout, stderr) =>
+          // Exit 1 when there are errors: the JSON report says which.
+          stdout.trim().startsWith('{') ? resolve(stdout) : reject(error ?? new Error(stderr)),
+        ),
+      );
+      const report = JSON.parse(output) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string; location: Array<{ pointer: string }> }> };
+      const problems = report.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location.map((l) => l.pointer).join(', ')}`);
+      expect(problems).toEqual([]);
+      expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('reads the same with a YAML 1.1 loader, and its webhook examples keep signatures that verify', async () => {
+    const asYaml11 = parseYaml(yamlText, { version: '1.1' });
+    // A fresh copy: earlier tests sort arrays of `doc` in place.
+    expect(asYaml11).toEqual(await fetchDocument(daemon));
+    expect(yamlText).toMatch(/timestamp: "2025-01-15T10:30:00Z"/);
+    for (const type of EVENT_CATALOGUE) {
+      const post = asYaml11.webhooks[type.name].post;
+      const example = post.requestBody.content['application/json'].example;
+      expect(typeof example.timestamp, type.name).toBe('string');
+      const signature = post.parameters.find((p: Json) => p.name === 'X-Webhook-Signature').example;
+      expect(signature, type.name).toBe(`sha256=${createHmac('sha256', EXAMPLE_SECRET).update(JSON.stringify(example)).digest('hex')}`);
+    }
+  });
+
+  it('says which operations are public (security: []) and documents what every operation can answer', () => {
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const method of HTTP_METHODS) {
+        const op = item[method];
+        if (!op) continue;
+        const route = routes.find((r) => r.method.toLowerCase() === method && openapiPath(r.url) === path)!;
+        if (route.auth === 'none') expect(op.security, `${method} ${path}`).toEqual([]);
+        // A malformed request (HTTP/1.1 without Host, say) reaches any operation: 400 everywhere.
+        expect(Object.keys(op.responses), `${method} ${path}`).toContain('400');
+        const constrained = JSON.stringify([op.parameters ?? [], op.requestBody ?? {}]);
+        if (/"(minimum|maximum|minLength|maxLength|pattern|format|enum|const)"/.test(constrained)) {
+          expect(Object.keys(op.responses), `${method} ${path} has value rules: 422`).toContain('422');
+        }
+      }
+    }
+    for (const item of Object.values<Json>(doc.webhooks)) expect(item.post.security).toEqual([]);
+    // 405 is documented where it is sent: for methods a path does not list, in the introduction.
+    expect(doc.info.description).toMatch(/405 `method not allowed`, with an `Allow`/);
   });
 
   it('serves the reference page and its assets from the daemon itself, without authentication', async () => {

@@ -3,7 +3,7 @@
 import { Command } from 'commander';
 import { EXIT } from '../../shared/errors.js';
 import type { Context } from '../context.js';
-import { CliError } from '../errors.js';
+import { CliError, UsageError } from '../errors.js';
 import { readNewPassword } from '../prompt.js';
 
 export interface InitOptions {
@@ -30,6 +30,9 @@ export function initCommand(ctx: Context): Command {
 
 export async function initRun(ctx: Context, options: InitOptions): Promise<void> {
   const { AlreadyInitialisedError, initDataDir, isInitialised } = await import('../../daemon/init.js');
+  const { isValidEmail } = await import('../../shared/email.js');
+  const email = (options.email ?? 'admin@localhost').trim();
+  if (!isValidEmail(email)) throw new UsageError(`--email ${JSON.stringify(email)} is not an email address (e.g. admin@localhost or jane@example.com)`);
   const { layout } = await import('../../shared/paths.js');
   const { readPid, isDaemon } = await import('../../daemon/lock.js');
   const { describeDatabaseUrl } = await import('../../store/factory.js');
@@ -41,7 +44,7 @@ export async function initRun(ctx: Context, options: InitOptions): Promise<void>
   try {
     if (await isInitialised(dir, databaseUrl)) throw new CliError(`${where} is already initialised`, EXIT.ERROR);
     const password = await readNewPassword(ctx, Boolean(options.passwordStdin));
-    const result = await initDataDir(dir, { email: options.email, name: options.name, password: password ?? undefined, databaseUrl });
+    const result = await initDataDir(dir, { email, name: options.name, password: password ?? undefined, databaseUrl });
     reportInit(ctx, result);
   } catch (error) {
     if (error instanceof CliError) throw error;

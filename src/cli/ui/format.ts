@@ -23,6 +23,23 @@ export function fit(text: string, width: number, align: 'left' | 'right' = 'left
   return align === 'left' ? cut + pad : pad + cut;
 }
 
+/**
+ * Shortens prose to at most `max` characters for a one-line summary: whitespace runs become one
+ * space, and a longer text is cut at the last word boundary that fits (mid-word only when one
+ * word is longer than half the room), always with an ellipsis.
+ *
+ * @example
+ * shorten('connection refused by the receiver', 20); // 'connection refused…'
+ */
+export function shorten(text: string, max: number): string {
+  const chars = [...text.replace(/\s+/g, ' ').trim()];
+  if (chars.length <= max) return chars.join('');
+  const room = chars.slice(0, Math.max(0, max - 1));
+  const space = room.lastIndexOf(' ');
+  const kept = space >= Math.floor(max / 2) ? room.slice(0, space) : room;
+  return `${kept.join('').replace(/[\s.,;:!?-]+$/, '')}…`;
+}
+
 const two = (n: number) => String(n).padStart(2, '0');
 
 /** Local wall-clock time of an attempt, HH:MM:SS. */

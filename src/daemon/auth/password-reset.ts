@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Store } from '../../store/store.js';
 import type { Mailer } from '../mail/mailer.js';
-import { hashPassword } from './password.js';
+import { passwordChange } from './password.js';
 import { RESET_TOKEN_TTL_MS, generateResetToken, hashResetToken } from './reset-tokens.js';
 
 export interface PasswordResetOptions {
@@ -49,13 +49,8 @@ export class PasswordResets {
     if (!(await store.resetTokens.markUsed(record.id, at))) throw refused();
     const user = await store.users.get(record.user_id);
     if (!user) throw refused();
-    await store.users.update(user.id, {
-      password_hash: await hashPassword(password),
-      password_changed_at: at,
-      // Every JWT issued under the old password is refused from this update on.
-      token_generation: (user.token_generation ?? 0) + 1,
-      updated_at: at,
-    });
+    // Every JWT issued under the old password is refused from this update on (token_generation).
+    await store.users.update(user.id, await passwordChange(user, password, at));
     await store.resetTokens.removeForUser(user.id, now);
   }
 

@@ -66,3 +66,26 @@ export async function newUserRecord(
     updated_at: now,
   };
 }
+
+/**
+ * The change of a user's password, for every way it changes (reset mail, `admin
+ * reset-password`, the admin route): the hash, when it changed, and the next token generation.
+ * JWTs carry the generation they were issued in, so bumping it ends every older session; on
+ * records without one it starts at 0. (Until tokens carry it, password_changed_at is compared
+ * with the token's iat, at second precision.)
+ */
+export interface PasswordChange {
+  password_hash: string;
+  password_changed_at: string;
+  updated_at: string;
+  token_generation: number;
+}
+
+export async function passwordChange(user: { id: number; token_generation?: number }, password: string, at: string): Promise<PasswordChange> {
+  return {
+    password_hash: await hashPassword(password),
+    password_changed_at: at,
+    updated_at: at,
+    token_generation: (user.token_generation ?? 0) + 1,
+  };
+}

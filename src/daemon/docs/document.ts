@@ -42,14 +42,16 @@ export const STATUS_MEANING: Record<number, string> = {
   201: 'Created',
   400: 'Missing or invalid parameters: malformed JSON, a missing required field or a wrong type',
   401: 'Not authenticated: no credentials, bad credentials, an expired or deleted key, an expired JWT',
-  403: 'Role insufficient, an API key where a JWT is required, or a resource of another customer',
+  403: 'Role insufficient, an API key where a JWT is required, or a resource of another user',
   404: 'Resource not found',
-  405: 'Method not allowed',
+  405: 'Method not allowed: the path exists, the method does not (`Allow` lists those it has)',
+  408: 'The request was not received completely in time',
   409: 'Conflict, for example a duplicate',
   413: 'Request body larger than 1 MiB',
   415: 'Unsupported media type (send `Content-Type: application/json`)',
   422: 'Well-formed but invalid value (the message names the field and the rule)',
   429: 'Too many requests or login attempts; wait `Retry-After` seconds',
+  431: 'Request line and headers larger than 16 KiB',
   500: 'Internal server error',
   503: 'Temporarily unavailable (storage failure, or the daemon is shutting down): try again after `Retry-After` seconds',
 };
@@ -72,6 +74,9 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   forbidden: 'this endpoint requires the admin role',
   'jwt required': 'this endpoint requires a JWT from /auth/login, not an API key',
   'not found': 'webhook 7 not found',
+  'method not allowed': 'TRACE is not allowed on /api/v1/health; allowed: GET, HEAD',
+  'request timeout': 'the request was not received completely in time',
+  'request header fields too large': 'the request line and headers exceed 16 KiB',
   conflict: 'a user with email jane@example.com already exists',
   'validation failed': 'name: must NOT have more than 100 characters',
   'rate limit exceeded': 'too many requests: at most 120 per minute here; retry in 42 s',
@@ -124,6 +129,16 @@ Every answer, errors included, is \`{ "data": …, "error": null | string, "mess
 On error \`data\` is null (except \`too_many_attempts\`: \`{ "remaining_seconds": n }\`) and \`error\` is one of:
 
 ${errorTable()}
+
+The envelope answers requests refused before they reach an operation too:
+
+- A path of this document with a method it does not list: 405 \`method not allowed\`, with an \`Allow\`
+  header naming the methods the path has (\`GET\` includes \`HEAD\`).
+- A request HTTP itself refuses: 400 \`bad request\` for a URL whose %-escapes are broken, a header
+  with a control character, an invalid \`Content-Length\`, \`Content-Length\` together with
+  \`Transfer-Encoding\`, or HTTP/1.1 without \`Host\`; 431 when the request line and headers exceed 16 KiB;
+  408 when the request does not arrive in time. When the request could not be parsed the answer
+  carries \`Connection: close\` and the connection ends.
 
 ## Limits
 

@@ -217,12 +217,15 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-/** 404 when absent, 403 when it belongs to another customer (admins may access all). */
+/**
+ * 404 when absent, 403 when it belongs to someone else (admins may access all). API keys and
+ * webhooks of admins exist too, so the message says "another user", not "another customer".
+ */
 export function assertOwnership<T extends { user_id: number }>(request: FastifyRequest, record: T | undefined, what: string, id: number): T {
   if (!record) throw new ApiError('NOT_FOUND', `${what} ${id} not found`);
   const principal = principalOf(request);
   if (principal.role !== 'admin' && record.user_id !== principal.userId) {
-    throw new ApiError('FORBIDDEN', `${what} ${id} belongs to another customer`);
+    throw new ApiError('FORBIDDEN', `${what} ${id} belongs to another user`);
   }
   return record;
 }

@@ -6,6 +6,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import { stringify as toYaml } from 'yaml';
 import { ErrorEnvelope } from '../../shared/envelope.js';
 import { VERSION } from '../../shared/version.js';
 import { API_PREFIX, DOCS_PREFIX, SECURITY_SCHEMES, TAG_DESCRIPTIONS, apiDescription, completeDocument } from '../docs/document.js';
@@ -17,6 +18,32 @@ function isLimited(url: string): boolean {
   return url.startsWith(`${API_PREFIX}/`) && !EXEMPT_ROUTES.has(url);
 }
 
+/** Keywords whose failure is a 422 (well-formed but invalid, plugins/validation.ts), not a 400. */
+const VALUE_RULES = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const', 'minItems', 'maxItems', 'multipleOf']);
+
+/** Whether a request schema has a rule whose failure answers 422. */
+function hasValueRule(schema: unknown): boolean {
+  if (!schema || typeof schema !== 'object') return false;
+  if (Array.isArray(schema)) return schema.some(hasValueRule);
+  return Object.entries(schema).some(([key, value]) =>
+    // Under `properties` the keys are field names, not keywords.
+    key === 'properties' ? Object.values(value as object).some(hasValueRule) : VALUE_RULES.has(key) || hasValueRule(value),
+  );
+}
+
+/**
+ * The error statuses a route can answer whatever its handler does, derived from its schemas so
+ * the document cannot miss them: 400 on every route (a malformed request, e.g. HTTP/1.1 without
+ * Host, reaches the route and is refused there), 422 where a request schema has value rules,
+ * 429 where the request limiter counts.
+ */
+function implicitErrors(url: string, schema: Record<string, unknown>): number[] {
+  const statuses = [400];
+  if ([schema.body, schema.querystring, schema.params].some(hasValueRule)) statuses.push(422);
+  if (isLimited(url)) statuses.push(429);
+  return statuses;
+}
+
 export default fp(
   async function docs(app: FastifyInstance) {
     // The reference is public. swagger-ui and @fastify/static register their own routes, which
@@ -26,11 +53,15 @@ export default fp(
       if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) {
         route.config = { ...route.config, auth: 'none' };
       }
-      // The limiter can answer 429 on any route it counts, whatever the route's own code does:
-      // declared here once, so the document and the serializer know it on every such route.
+      // Statuses a route answers whatever its own code does (the limiter's 429, a validation
+      // 422, a malformed request's 400): declared here once, so the document and the serializer
+      // know them on every such route.
       const response = route.schema?.response as Record<string, unknown> | undefined;
-      if (response && isLimited(route.url) && !('429' in response)) {
-        route.schema = { ...route.schema, response: { ...response, 429: ErrorEnvelope } };
+      if (response && route.url.startsWith(`${API_PREFIX}/`)) {
+        const missing = implicitErrors(route.url, route.schema as Record<string, unknown>).filter((status) => !(String(status) in response));
+        if (missing.length) route.schema = { ...route.schema, response: { ...response, ...Object.fromEntries(missing.map((s) => [s, ErrorEnvelope])) } };
+        // Public operations say so (`security: []`), rather than leaving it to the document's default.
+        if (route.config?.auth === 'none' && !route.schema?.security) route.schema = { ...route.schema, security: [] };
       }
     });
 
@@ -81,9 +112,14 @@ export default fp(
     app.get(`${DOCS_PREFIX}/openapi.json`, { config: { auth: 'none' }, schema: hidden }, async (_request, reply) =>
       reply.type('application/json; charset=utf-8').send(app.swagger()),
     );
-    app.get(`${DOCS_PREFIX}/openapi.yaml`, { config: { auth: 'none' }, schema: hidden }, async (_request, reply) =>
-      reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
-    );
+    // Written for YAML 1.1 readers too (PyYAML, js-yaml's defaults): strings such as example
+    // timestamps that a 1.1 loader would turn into dates or booleans are quoted, so every loader
+    // reads the same document as the JSON form, and the documented signatures verify.
+    let yamlText: string | null = null;
+    app.get(`${DOCS_PREFIX}/openapi.yaml`, { config: { auth: 'none' }, schema: hidden }, async (_request, reply) => {
+      yamlText ??= toYaml(app.swagger(), { version: '1.1', lineWidth: 0 });
+      return reply.type('application/yaml; charset=utf-8').send(yamlText);
+    });
   },
   { name: 'docs', dependencies: ['errors'] },
 );

@@ -1,5 +1,6 @@
-// One error handler and one not-found handler: every answer, 404 and 500 included, is the
+// One error handler and one not-found handler: every answer, 404, 405 and 500 included, is the
 // envelope. Messages of 5xx errors are never leaked; they are logged with the request id.
+// Errors raised before routing are answered in protocol-errors.ts.
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js';
@@ -25,8 +26,58 @@ function fastifyCode(error: FastifyError): ApiErrorCode | null {
   return null;
 }
 
+/** Methods in the order an `Allow` header lists them. */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
+
+/**
+ * The methods each known path answers, to tell "no such path" (404) from "no such method on
+ * this path" (405). Route URLs become patterns: `:param` one segment, `*` the rest.
+ */
+export class MethodTable {
+  readonly #routes = new Map<string, Set<string>>();
+  #compiled: Array<{ pattern: RegExp; methods: Set<string> }> | null = null;
+
+  add(url: string, methods: string[]): void {
+    const known = this.#routes.get(url) ?? new Set<string>();
+    for (const method of methods) known.add(method.toUpperCase());
+    this.#routes.set(url, known);
+    this.#compiled = null;
+  }
+
+  /** The methods of every route whose URL matches `path`, in `Allow` order; empty when none. */
+  allowed(path: string): string[] {
+    this.#compiled ??= [...this.#routes].map(([url, methods]) => ({ pattern: toPattern(url), methods }));
+    const methods = new Set<string>();
+    for (const route of this.#compiled) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
+    const rank = (m: string) => (METHOD_ORDER.includes(m) ? METHOD_ORDER.indexOf(m) : METHOD_ORDER.length);
+    return [...methods].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  }
+}
+
+function toPattern(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}$`);
+}
+
 export default fp(
   async function errors(app: FastifyInstance) {
+    const methods = new MethodTable();
+    app.addHook('onRoute', (route) => methods.add(route.url, [route.method].flat()));
+
+    // HTTP/1.1 requires Host. node's own check answers an empty 400; it is turned off
+    // (requireHostHeader: false, see app.ts) so the refusal is the envelope, before any other hook.
+    app.addHook('onRequest', (request, reply, done) => {
+      const raw = request.raw;
+      if (!raw.headers.host && raw.httpVersionMajor === 1 && raw.httpVersionMinor >= 1) {
+        reply.header('connection', 'close');
+        return done(new ApiError('BAD_REQUEST', 'the Host header is required in HTTP/1.1'));
+      }
+      done();
+    });
+
     app.setErrorHandler((error: FastifyError | ApiError | Error, request, reply) => {
       if (error instanceof ApiError) {
         reply.headers(error.headers);
@@ -71,6 +122,16 @@ export default fp(
     });
 
     app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0];
+      const allowed = methods.allowed(path);
+      if (allowed.length > 0 && !allowed.includes(request.method)) {
+        reply.code(405).header('allow', allowed.join(', ')).send({
+          data: null,
+          error: API_ERRORS.METHOD_NOT_ALLOWED.error,
+          message: `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+        });
+        return;
+      }
       reply.code(404).send({
         data: null,
         error: API_ERRORS.NOT_FOUND.error,

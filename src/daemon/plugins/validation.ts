@@ -4,6 +4,7 @@
 import { Ajv, type Options } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
+import { isValidEmail } from '../../shared/email.js';
 import { MAX_ID } from '../../shared/envelope.js';
 
 function makeAjv(options: Options): Ajv {
@@ -11,6 +12,9 @@ function makeAjv(options: Options): Ajv {
   // ajv-formats is CommonJS: its default export arrives as the module object under NodeNext.
   const addFormats = ((formatsPlugin as { default?: unknown }).default ?? formatsPlugin) as (ajv: Ajv) => Ajv;
   addFormats(ajv);
+  // One email rule for every route (shared/email.ts): ajv-formats' own wants a dotted domain
+  // and refuses admin@localhost, the address `init` gives the first admin.
+  ajv.addFormat('email', { type: 'string', validate: isValidEmail });
   return ajv;
 }
 

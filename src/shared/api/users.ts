@@ -1,6 +1,14 @@
 // Schemas of users and login, shared by the daemon (validation, serialisation, docs) and the CLI (types).
 import { Type, type Static } from '@sinclair/typebox';
 import { Timestamp } from '../envelope.js';
+import { EMAIL_MAX_LENGTH } from '../email.js';
+
+/** An email address (shared/email.ts): the daemon's `email` format accepts single-label domains. */
+export const Email = Type.String({
+  format: 'email',
+  maxLength: EMAIL_MAX_LENGTH,
+  description: 'An email address; single-label domains such as `admin@localhost` are accepted',
+});
 
 export const Role = Type.Union([Type.Literal('admin'), Type.Literal('customer')], { description: 'Account role' });
 
@@ -27,7 +35,7 @@ export type UserDetail = Static<typeof UserDetail>;
 
 export const LoginBody = Type.Object(
   {
-    email: Type.String({ minLength: 1, maxLength: 254 }),
+    email: Email,
     password: Type.String({ minLength: 1, maxLength: 1024 }),
     totp_code: Type.Optional(Type.String({ maxLength: 16, description: 'Only when 2FA is enabled' })),
   },
@@ -40,7 +48,7 @@ export type LoginResult = Static<typeof LoginResult>;
 
 export const CreateUserBody = Type.Object(
   {
-    email: Type.String({ format: 'email', maxLength: 254 }),
+    email: Email,
     name: Type.String({ minLength: 1, maxLength: 100 }),
     password: Type.String({ minLength: 8, maxLength: 1024 }),
     role: Role,
@@ -65,7 +73,7 @@ export const TwoFactorState = Type.Object({ two_factor_enabled: Type.Boolean() }
 export type TwoFactorState = Static<typeof TwoFactorState>;
 
 export const ForgotPasswordBody = Type.Object(
-  { email: Type.String({ format: 'email', maxLength: 254 }) },
+  { email: Email },
   { additionalProperties: false },
 );
 export type ForgotPasswordBody = Static<typeof ForgotPasswordBody>;
@@ -78,3 +86,9 @@ export const ResetPasswordBody = Type.Object(
   { additionalProperties: false },
 );
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
+
+export const SetPasswordBody = Type.Object(
+  { password: Type.String({ minLength: 8, maxLength: 1024, description: 'The new password' }) },
+  { additionalProperties: false },
+);
+export type SetPasswordBody = Static<typeof SetPasswordBody>;

@@ -45,6 +45,11 @@ export interface JsonStoreOptions {
   usageFlushMs?: number;
   /** The journal is folded into a new snapshot once it exceeds this size and the snapshot's. */
   compactAfterBytes?: number;
+  /**
+   * Read what is on disk without writing anything (not even cutting a torn journal tail): for
+   * a look at a store a running daemon owns. Every change is refused.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -137,6 +142,7 @@ export class JsonStore implements Store {
   readonly #context = new AsyncLocalStorage<Writer>();
   readonly #compactAfter: number;
   readonly #usageFlushMs: number;
+  readonly #readOnly: boolean;
   #journal: AppendLog;
   #gen: number;
   #seq: number;
@@ -172,6 +178,7 @@ export class JsonStore implements Store {
     this.#snapshotBytes = snapshotBytes;
     this.#compactAfter = options.compactAfterBytes ?? COMPACT_AFTER_BYTES;
     this.#usageFlushMs = options.usageFlushMs ?? 30_000;
+    this.#readOnly = options.readOnly ?? false;
     this.#journal = this.#openJournal(gen);
     this.info = { kind: 'json', location: paths.store };
     this.deliveryLog = new JsonDeliveryLog(
@@ -235,7 +242,7 @@ export class JsonStore implements Store {
       }
       if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new StoreCorruptError(paths.store, 'not a JSON object');
     }
-    let rewrite = text === null;
+    let rewrite = text === null && !options.readOnly;
     try {
       rewrite = migrate(doc) || rewrite;
     } catch (error) {
@@ -246,12 +253,14 @@ export class JsonStore implements Store {
     // Stores written before the journal kept the outbox in outbox.jsonl.
     if (typeof doc.journal_gen !== 'number') {
       await loadLegacyOutbox(paths, state);
-      rewrite = true;
+      rewrite = !options.readOnly;
     }
-    await mkdir(paths.root, { recursive: true, mode: 0o700 });
-    await mkdir(paths.deliveriesDir, { recursive: true, mode: 0o700 });
+    if (!options.readOnly) {
+      await mkdir(paths.root, { recursive: true, mode: 0o700 });
+      await mkdir(paths.deliveriesDir, { recursive: true, mode: 0o700 });
+    }
     const snapshotGen = typeof doc.journal_gen === 'number' ? doc.journal_gen : 1;
-    const { gen, seq } = await replayJournals(paths.root, snapshotGen, state, warn);
+    const { gen, seq } = await replayJournals(paths.root, snapshotGen, state, warn, !options.readOnly);
     const store = new JsonStore(state, paths, ops, snapshotFile, gen, seq, text?.length ?? 0, options);
     if (rewrite) await store.#compactNow();
     return store;
@@ -287,6 +296,10 @@ export class JsonStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return;
+    if (this.#readOnly) {
+      this.#closed = true;
+      return;
+    }
     await this.flush().catch(() => undefined);
     await this.#compacting;
     if (this.#journalBytes > 0) await this.#compactNow().catch(() => undefined);
@@ -464,6 +477,7 @@ export class JsonStore implements Store {
 
   #assertOpen(): void {
     if (this.#closed) throw new StoreUnavailableError('the store is closed');
+    if (this.#readOnly) throw new StoreUnavailableError('the store was opened read-only');
   }
 }
 
@@ -473,6 +487,7 @@ async function replayJournals(
   fromGen: number,
   state: State,
   warn: (message: string) => void,
+  repair: boolean,
 ): Promise<{ gen: number; seq: number }> {
   const gens = (await readdir(root))
     .map((name) => JOURNAL.exec(name))
@@ -503,6 +518,7 @@ async function replayJournals(
       if (!line || !Array.isArray(line.o)) {
         const rest = lines.slice(i + 1).every((l) => l === '');
         if (index === gens.length - 1 && rest) {
+          if (!repair) break;
           await truncate(path, good);
           warn(`${path}: cut off an incomplete last line (${Buffer.byteLength(raw)} bytes), a write that was never acknowledged`);
           break;

@@ -14,6 +14,7 @@ export const CORE_ROWS: Row[] = [
   { op: op('POST', 'auth/login'), status: 400, case: 'malformed JSON', as: 'none', error: 'invalid json', raw: '{"email": ' },
   { op: op('POST', 'auth/login'), status: 401, case: 'wrong password', as: 'none', error: 'invalid credentials', body: { email: 'admin@localhost', password: 'wrong-password' } },
   { op: op('POST', 'auth/login'), status: 422, case: 'empty email', as: 'none', error: 'validation failed', body: { email: '', password: 'x' } },
+  { op: op('POST', 'auth/login'), status: 422, case: 'not an email address', as: 'none', error: 'validation failed', body: { email: 'admin', password: 'x' } },
 
   // auth/me
   { op: op('GET', 'auth/me'), status: 200, case: 'admin JWT', as: 'admin' },
@@ -31,6 +32,13 @@ export const CORE_ROWS: Row[] = [
   { op: op('POST', 'admin/users'), status: 403, case: 'customer', as: 'customer', error: 'forbidden', body: { email: 'y@example.com', name: 'Y', password: 'password-123', role: 'customer' } },
   { op: op('POST', 'admin/users'), status: 409, case: 'duplicate email', as: 'admin', error: 'conflict', body: (ctx) => ({ email: ctx.customerEmail, name: 'Dup', password: 'password-123', role: 'customer' }) },
   { op: op('POST', 'admin/users'), status: 422, case: 'password too short', as: 'admin', error: 'validation failed', body: { email: 'z@example.com', name: 'Z', password: 'short', role: 'customer' } },
+  { op: op('POST', 'admin/users/{id}/password'), status: 200, case: 'admin sets a password', as: 'admin', params: async (ctx) => ({ id: (await ctx.newUser()).id }), body: { password: 'password-456' } },
+  { op: op('POST', 'admin/users/{id}/password'), status: 400, case: 'password missing', as: 'admin', error: 'bad request', params: (ctx) => ({ id: ctx.customerId }), body: {} },
+  { op: op('POST', 'admin/users/{id}/password'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: (ctx) => ({ id: ctx.customerId }), body: { password: 'password-456' } },
+  { op: op('POST', 'admin/users/{id}/password'), status: 403, case: 'customer', as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.customerId }), body: { password: 'password-456' } },
+  { op: op('POST', 'admin/users/{id}/password'), status: 403, case: 'admin API key', as: 'adminKey', error: 'jwt required', params: (ctx) => ({ id: ctx.customerId }), body: { password: 'password-456' } },
+  { op: op('POST', 'admin/users/{id}/password'), status: 404, case: 'unknown id', as: 'admin', error: 'not found', params: { id: 999999 }, body: { password: 'password-456' } },
+  { op: op('POST', 'admin/users/{id}/password'), status: 422, case: 'password too short', as: 'admin', error: 'validation failed', params: (ctx) => ({ id: ctx.customerId }), body: { password: 'short' } },
   { op: op('DELETE', 'admin/users/{id}'), status: 200, case: 'admin deletes a user', as: 'admin', params: async (ctx) => ({ id: (await ctx.newUser()).id }) },
   { op: op('DELETE', 'admin/users/{id}'), status: 400, case: 'id not a number', as: 'admin', error: 'bad request', params: { id: 'abc' } },
   { op: op('DELETE', 'admin/users/{id}'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: { id: 1 } },
@@ -57,4 +65,6 @@ export const CORE_ROWS: Row[] = [
   { op: op('POST', 'admin/events'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', body: { event: 'site.created', data: {} } },
   { op: op('POST', 'admin/events'), status: 403, case: 'customer', as: 'customer', error: 'forbidden', body: { event: 'site.created', data: {} } },
   { op: op('POST', 'admin/events'), status: 422, case: 'unknown event', as: 'admin', error: 'validation failed', body: { event: 'no.such', data: {} } },
+  { op: op('POST', 'admin/events'), status: 422, case: 'identifier beyond 2^53 - 1', as: 'admin', error: 'validation failed', raw: '{"event":"site.created","data":{"site_id":9007199254740993,"domain":"a.example"}}' },
+  { op: op('POST', 'admin/events'), status: 422, case: 'owner_id 1e300', as: 'admin', error: 'validation failed', raw: '{"event":"site.created","data":{"site_id":1,"domain":"a.example"},"owner_id":1e300}' },
 ];

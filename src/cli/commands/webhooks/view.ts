@@ -2,6 +2,10 @@
 // summaries), shared by the webhooks commands.
 import type { DeliveryLogEntry, WebhookEndpoint } from '../../api-types.js';
 import type { Column, Ui } from '../../output.js';
+import { clean, shorten } from '../../ui/format.js';
+
+/** Room for a failed attempt's reason in a one-line summary. */
+export const REASON_WIDTH = 60;
 
 export function endpointColumns(ui: Ui): Column<WebhookEndpoint>[] {
   return [
@@ -42,8 +46,9 @@ export function deliveryColumns(ui: Ui): Column<DeliveryLogEntry>[] {
 /** One line per attempt: for --follow and for test/redeliver results. */
 export function deliveryLine(ui: Ui, d: DeliveryLogEntry): string {
   let status = d.status_code === 0 ? 'no answer' : `HTTP ${d.status_code}`;
-  // Why a failed attempt failed, in short (the response body, or the connection error).
-  const reason = d.success ? '' : d.response.replace(/\s+/g, ' ').trim().slice(0, 60);
+  // Why a failed attempt failed, in short (the response body, or the connection error): an
+  // untrusted body loses its control characters, and a long one ends at a word with an ellipsis.
+  const reason = d.success ? '' : shorten(clean(d.response), REASON_WIDTH);
   if (reason) status += ` (${reason})`;
   const text = [
     ui.time(d.created_at),

@@ -37,7 +37,7 @@ export default async function passwordResetRoutes(app: FastifyInstance) {
       // Every request counts as a failed attempt (variant B): the answer never says whether it found anyone.
       const attempt = await app.lockout.begin(request);
       await attempt.fail();
-      resets.request(request.body.email);
+      resets.request(request.body.email.trim());
       return ok(null, FORGOT_MESSAGE);
     },
   );

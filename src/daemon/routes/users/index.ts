@@ -1,11 +1,12 @@
-// Users: GET/POST /admin/users, DELETE /admin/users/:id (admin), GET /auth/me (anyone signed in).
+// Users: GET/POST /admin/users, DELETE /admin/users/:id (admin), POST /admin/users/:id/password
+// (admin JWT: what `panelctl admin reset-password` calls while the daemon runs), GET /auth/me.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
-import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
-import { CreateUserBody, UserDetail } from '../../../shared/api/users.js';
+import { EnvelopeOf, IdParam, JWT_SECURITY, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
+import { CreateUserBody, SetPasswordBody, UserDetail } from '../../../shared/api/users.js';
 import { StoreConflictError } from '../../../store/store.js';
-import { newUserRecord } from '../../auth/password.js';
+import { newUserRecord, passwordChange } from '../../auth/password.js';
 import { principalOf } from '../../plugins/auth.js';
 import { userDetail } from '../auth/users-view.js';
 
@@ -57,6 +58,34 @@ export default async function userRoutes(app: FastifyInstance) {
       });
       reply.code(201);
       return ok(userDetail(user), 'user created');
+    },
+  );
+
+  app.post<{ Params: IdParam; Body: SetPasswordBody }>(
+    '/admin/users/:id/password',
+    {
+      config: { auth: 'admin_jwt' },
+      schema: {
+        tags: ['admin'],
+        summary: "Set a user's password and end their sessions",
+        description:
+          'Every JWT of that user issued before the change is refused from then on (their API keys stay valid). ' +
+          '`panelctl admin reset-password` calls this while the daemon runs, with a short-lived admin JWT it signs ' +
+          "with the data directory's secret. Requires a JWT (an API key answers 403 `jwt required`).",
+        security: JWT_SECURITY,
+        params: IdParam,
+        body: SetPasswordBody,
+        response: { 200: EnvelopeOf(UserDetail), ...errorResponses(400, 401, 403, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const user = await app.store.users.get(id);
+      if (!user) throw new ApiError('NOT_FOUND', `user ${id} not found`);
+      const now = new Date(app.clock()).toISOString();
+      const updated = await app.store.users.update(id, await passwordChange(user, request.body.password, now));
+      if (!updated) throw new ApiError('NOT_FOUND', `user ${id} not found`);
+      return ok(userDetail(updated), `password of ${updated.email} changed; their earlier sessions have ended`);
     },
   );
 

@@ -1,0 +1,121 @@
+// `panelctl admin reset-password` for the data directory's owner, with the daemon stopped (through
+// the store under the lock) and running (a signed admin JWT against POST /admin/users/:id/password):
+// the new password works, the old one and every JWT issued before no longer do, and the password
+// is printed only when the command generated it.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+
+const CUSTOMER = 'cora@example.com';
+
+/**
+ * On this branch a password change refuses JWTs issued in an earlier second than the change
+ * (password_changed_at against iat, at second precision). To make "the old JWT is refused"
+ * certain, the change must fall in a later second than the token: this waits for the next
+ * second boundary by polling the clock (no fixed sleep).
+ */
+async function nextSecond(): Promise<void> {
+  const start = Math.floor(Date.now() / 1000);
+  while (Math.floor(Date.now() / 1000) === start) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+const reset = (dataDir: string, email: string, password?: string, json = false) =>
+  runCli([...(json ? ['--json'] : []), 'admin', 'reset-password', '--data-dir', dataDir, '--email', email, ...(password ? ['--password-stdin'] : [])], {
+    input: password ? `${password}\n` : '',
+    env: { PANELCTL_CONFIG_DIR: dataDir, PANELCTL_URL: '', PANELCTL_TOKEN: '', PANEL_DATA_DIR: '' },
+  });
+
+async function storedUser(dataDir: string, email: string): Promise<Record<string, unknown>> {
+  const data = JSON.parse(await readFile(join(dataDir, 'store.json'), 'utf8')) as { users: Array<Record<string, unknown>> };
+  return data.users.find((u) => u.email === email)!;
+}
+
+describe('panelctl admin reset-password', () => {
+  let daemon: TestDaemon;
+  let customerId: number;
+
+  beforeAll(async () => {
+    daemon = await startDaemon();
+    const admin = await daemon.login();
+    const created = await daemon.request('POST', '/admin/users', { token: admin, body: { email: CUSTOMER, name: 'Cora', password: 'cora-password-1', role: 'customer' } });
+    customerId = created.body.data.id;
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  it('with the daemon running: through the API; the old JWT is refused, the new password logs in, nothing printed', async () => {
+    const oldToken = await daemon.login(CUSTOMER, 'cora-password-1');
+    expect((await daemon.request('GET', '/auth/me', { token: oldToken })).status).toBe(200);
+    await nextSecond();
+    const result = await reset(daemon.dataDir, CUSTOMER, 'cora-password-2');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('through the running daemon');
+    expect(result.stdout + result.stderr).not.toContain('cora-password-2');
+    const me = await daemon.request('GET', '/auth/me', { token: oldToken });
+    expect(me.status).toBe(401);
+    expect(me.body.error).toBe('not authenticated');
+    expect((await daemon.request('POST', '/auth/login', { body: { email: CUSTOMER, password: 'cora-password-1' } })).status).toBe(401);
+    expect(await daemon.login(CUSTOMER, 'cora-password-2')).toMatch(/^eyJ/);
+    expect((await storedUser(daemon.dataDir, CUSTOMER)).token_generation).toBe(1);
+  });
+
+  it('with the daemon running: a generated password is printed once (and works); an unknown email is exit 1', async () => {
+    const result = await reset(daemon.dataDir, CUSTOMER, undefined, true);
+    expect(result.code, result.stderr).toBe(0);
+    const printed = JSON.parse(result.stdout);
+    expect(printed).toEqual({ id: customerId, email: CUSTOMER, daemon: 'running', password: expect.stringMatching(/^\S{24}$/) });
+    expect(result.stderr).toContain('shown only once');
+    expect(await daemon.login(CUSTOMER, printed.password)).toMatch(/^eyJ/);
+    const chosen = await reset(daemon.dataDir, CUSTOMER, 'cora-password-3', true);
+    expect(JSON.parse(chosen.stdout).password).toBeNull();
+
+    const unknown = await reset(daemon.dataDir, 'nobody@localhost', 'whatever-123');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no user with email nobody@localhost');
+  });
+
+  it('the admin route takes an admin JWT only', async () => {
+    const admin = await daemon.login();
+    const customer = await daemon.login(CUSTOMER, 'cora-password-3');
+    const key = (await daemon.request('POST', '/auth/api-keys', { token: admin, body: { name: 'k' } })).body.data.key as string;
+    const path = `/admin/users/${customerId}/password`;
+    expect((await daemon.request('POST', path, { body: { password: 'cora-password-4' } })).status).toBe(401);
+    expect((await daemon.request('POST', path, { token: customer, body: { password: 'cora-password-4' } })).body.error).toBe('forbidden');
+    expect((await daemon.request('POST', path, { token: key, body: { password: 'cora-password-4' } })).body.error).toBe('jwt required');
+    expect((await daemon.request('POST', path, { token: admin, body: { password: 'short' } })).status).toBe(422);
+    expect((await daemon.request('POST', '/admin/users/999999/password', { token: admin, body: { password: 'cora-password-4' } })).status).toBe(404);
+    const ok = await daemon.request('POST', path, { token: admin, body: { password: 'cora-password-4' } });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.data).toMatchObject({ id: customerId, email: CUSTOMER });
+  });
+
+  it('with the daemon stopped: through the store; the new password works after a start, the old JWT does not', async () => {
+    const oldToken = await daemon.login();
+    await nextSecond();
+    expect(await daemon.stop()).toBe(0);
+    const result = await reset(daemon.dataDir, ADMIN_EMAIL, undefined, false);
+    expect(result.code, result.stderr).toBe(0);
+    const password = /^password:\s+(\S+)$/m.exec(result.stdout)?.[1];
+    expect(password, result.stdout).toMatch(/^\S{24}$/);
+    expect(result.stderr).toContain('shown only once');
+    expect(result.stderr).not.toContain('through the running daemon');
+    // The lock was released: a daemon starts on the same directory.
+    daemon = await daemon.restart();
+    expect((await daemon.request('GET', '/auth/me', { token: oldToken })).status).toBe(401);
+    expect((await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } })).status).toBe(401);
+    expect(await daemon.login(ADMIN_EMAIL, password)).toMatch(/^eyJ/);
+    expect((await storedUser(daemon.dataDir, ADMIN_EMAIL)).token_generation).toBe(1);
+  });
+
+  it('refuses a directory that is not initialised', async () => {
+    const dir = await makeDataDir();
+    const result = await reset(dir, ADMIN_EMAIL, 'whatever-123');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('not an initialised data directory');
+    await initDataDir(dir);
+    expect((await reset(dir, ADMIN_EMAIL, 'whatever-123')).code).toBe(0);
+  });
+});
