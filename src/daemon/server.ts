@@ -5,10 +5,12 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { layout, type DataLayout } from '../shared/paths.js';
+import { VERSION } from '../shared/version.js';
 import { JsonStore } from '../store/json/json-store.js';
 import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { acquireLock } from './lock.js';
+import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines } from './request-logger.js';
 
 export interface ServeOptions {
@@ -19,8 +21,22 @@ export interface ServeOptions {
   tlsCert?: string;
   tlsKey?: string;
   allowPrivateWebhooks?: boolean;
-  /** pino destination: stdout in the foreground (the detached parent redirects it to daemon.log). */
   logLevel?: string;
+  /**
+   * Where the log goes: this file as JSON lines, rotated by size (the detached daemon's
+   * daemon.log), else stdout: one readable line per event when `pretty` (a terminal), else JSON lines.
+   */
+  logFile?: string;
+  logMaxBytes?: number;
+  logKeep?: number;
+  pretty?: { colorize: boolean };
+}
+
+/** The store the daemon serves from: its kind and where it is, without credentials. */
+export interface StoreLocation {
+  kind: 'json' | 'postgresql';
+  /** The JSON store's file, or PostgreSQL's `host:port/database`. */
+  location: string;
 }
 
 export interface DaemonState {
@@ -30,6 +46,13 @@ export interface DaemonState {
   port: number;
   tls: boolean;
   started_at: string;
+  version: string;
+  data_dir: string;
+  store: StoreLocation;
+  /** The log file the daemon writes (JSON lines, rotated), or null when it logs to stdout. */
+  log_file: string | null;
+  /** `--allow-private-webhooks` (the admin setting webhook_allow_private_networks can allow them too). */
+  allow_private_webhooks: boolean;
 }
 
 export interface RunningDaemon {
@@ -43,6 +66,37 @@ export function displayHost(host: string): string {
   if (host === '0.0.0.0' || host === '') return '127.0.0.1';
   if (host === '::') return '[::1]';
   return host.includes(':') ? `[${host}]` : host;
+}
+
+/**
+ * Names the store without credentials: the JSON store's file, or `host:port/database` of a
+ * PostgreSQL URL (user and password never reach daemon.json or `daemon status`).
+ *
+ * @example
+ * describeStore(layout('/data'), 'postgres://panel:secret@db.internal/panel') // { kind: 'postgresql', location: 'db.internal:5432/panel' }
+ */
+export function describeStore(paths: DataLayout, databaseUrl?: string): StoreLocation {
+  if (!databaseUrl) return { kind: 'json', location: paths.store };
+  try {
+    const url = new URL(databaseUrl);
+    const host = url.hostname || url.searchParams.get('host') || 'localhost';
+    return { kind: 'postgresql', location: `${host}:${url.port || '5432'}${url.pathname || '/'}` };
+  } catch {
+    return { kind: 'postgresql', location: '(unparsable database URL)' };
+  }
+}
+
+/** What to do about an error while starting, in one sentence naming the flag, file or command. */
+export function startupMessage(error: unknown, context: { host: string; port: number; cert?: string; key?: string }): string {
+  const err = error as NodeJS.ErrnoException & { path?: string };
+  if (err.code === 'EADDRINUSE') {
+    return `port ${context.port} is in use on ${context.host}: another daemon? try --port N or panelctl daemon stop`;
+  }
+  if (err.code === 'EACCES' && err.syscall === 'listen') {
+    return `not allowed to listen on port ${context.port}: ports below 1024 need privileges; try --port N (e.g. 3443)`;
+  }
+  if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${context.host}: no such address on this machine; check --host`;
+  return err.message;
 }
 
 export async function readState(paths: DataLayout): Promise<DaemonState | null> {
@@ -61,16 +115,17 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   const paths = layout(options.dataDir);
   const releaseLock = await acquireLock(paths.pidFile, paths.root);
   let store: Store | undefined;
+  let openLog: LogDestination | undefined;
   try {
     store = await JsonStore.open(paths);
     const jwtSecret = new TextEncoder().encode((await readFile(paths.jwtSecret, 'utf8')).trim());
-    const https = options.tls
-      ? {
-          cert: await readFile(options.tlsCert ?? paths.cert),
-          key: await readFile(options.tlsKey ?? paths.key),
-        }
-      : null;
+    const certFile = options.tlsCert ?? paths.cert;
+    const keyFile = options.tlsKey ?? paths.key;
+    const https = options.tls ? { cert: await readPem(certFile, 'certificate'), key: await readPem(keyFile, 'private key') } : null;
+    const destination = await logDestination(options);
+    openLog = destination;
     const extraCa = process.env.NODE_EXTRA_CA_CERTS;
+    const level = options.logLevel ?? 'info';
     const app = await buildApp(
       {
         store,
@@ -80,15 +135,26 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
       },
       {
-        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' } },
-        logController: new RequestLines(options.logLevel ?? 'info'),
+        logger: { level, redact: { paths: LOG_REDACT, censor: '[redacted]' }, ...(destination ? { stream: destination } : {}) },
+        logController: new RequestLines(level, { oneLine: Boolean(options.pretty) }),
         ...(https ? { https } : {}),
       } as object,
-    );
+    ).catch((error: NodeJS.ErrnoException) => {
+      // The TLS context is made with the server: a file that is not a usable PEM fails here.
+      if (https && (error.code?.startsWith('ERR_OSSL') || /PEM|key values mismatch|certificate/i.test(error.message))) {
+        throw new Error(`the TLS certificate ${certFile} or key ${keyFile} cannot be used (${error.message}): pass a PEM pair with --tls-cert and --tls-key`);
+      }
+      throw error;
+    });
     if (!options.tls && !isLoopback(options.host)) {
       app.log.warn(`serving plain HTTP on ${options.host}: credentials cross the network unencrypted; use TLS`);
     }
-    await app.listen({ host: options.host, port: options.port });
+    try {
+      await app.listen({ host: options.host, port: options.port });
+    } catch (error) {
+      await app.close().catch(() => undefined);
+      throw new Error(startupMessage(error, { host: options.host, port: options.port }));
+    }
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : options.port;
     const state: DaemonState = {
@@ -98,6 +164,11 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       port,
       tls: options.tls,
       started_at: new Date().toISOString(),
+      version: VERSION,
+      data_dir: paths.root,
+      store: describeStore(paths),
+      log_file: options.logFile ?? null,
+      allow_private_webhooks: options.allowPrivateWebhooks ?? false,
     };
     await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
     app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root }, 'panelctl daemon listening');
@@ -111,6 +182,7 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         await openStore.close();
         await rm(paths.stateFile, { force: true });
         await releaseLock();
+        destination?.end?.();
       })();
       return closing;
     };
@@ -118,7 +190,29 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   } catch (error) {
     await store?.close().catch(() => undefined);
     await releaseLock();
+    openLog?.end?.();
     throw error;
+  }
+}
+
+type LogDestination = { write(chunk: string): unknown; end?(): void };
+
+/** The log's destination (see ServeOptions.logFile); undefined: pino's own stdout destination. */
+async function logDestination(options: ServeOptions): Promise<LogDestination | undefined> {
+  if (options.logFile) return new RotatingFile(options.logFile, { maxBytes: options.logMaxBytes, keep: options.logKeep });
+  if (!options.pretty) return undefined;
+  const [{ default: pretty }, { prettyOptions }] = await Promise.all([import('pino-pretty'), import('../shared/log-format.js')]);
+  return pretty({ ...prettyOptions(options.pretty.colorize), sync: true });
+}
+
+/** A certificate or key file's PEM; an unreadable one stops the start with its name. */
+async function readPem(file: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (error) {
+    const err = error as NodeJS.ErrnoException;
+    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EACCES' ? 'permission denied' : err.message;
+    throw new Error(`cannot read the TLS ${what} ${file} (${why}): pass readable files with --tls-cert and --tls-key, or --no-tls`);
   }
 }
 
