@@ -97,7 +97,7 @@ complete -c panelctl -n '__panelctl_at \'daemon start\'' -l allow-private-webhoo
 complete -c panelctl -n '__panelctl_at \'daemon start\'' -l log-level -x -a 'fatal error warn info debug' -d 'log level'
 complete -c panelctl -n '__panelctl_at \'daemon start\'' -l log-file -r -d 'write the log to FILE as JSON lines, rotated by size (the detached daemon: DATA_DIR/daemon.log)'
 complete -c panelctl -n '__panelctl_at \'daemon start\'' -l log-max-size -r -d 'rotate the log file when it reaches this size'
-complete -c panelctl -n '__panelctl_at \'daemon start\'' -l log-keep -r -d 'rotated log files to keep (daemon.log.1 … daemon.log.N)'
+complete -c panelctl -n '__panelctl_at \'daemon start\'' -l log-keep -r -d 'rotated log files to keep (daemon.log.1 to daemon.log.N)'
 complete -c panelctl -n '__panelctl_at \'daemon stop\'' -l timeout -r -d 'how long to wait for a clean exit'
 complete -c panelctl -n '__panelctl_at \'daemon logs\'' -s f -l follow -d 'keep printing new lines as they are written (across rotations) until interrupted'
 complete -c panelctl -n '__panelctl_at \'daemon logs\'' -l level -x -a 'trace debug info warn error fatal' -d 'only lines at this level or above'

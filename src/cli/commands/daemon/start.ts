@@ -40,7 +40,7 @@ export function daemonStartCommand(ctx: Context): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug']).default('info'))
     .option('--log-file <file>', 'write the log to FILE as JSON lines, rotated by size (the detached daemon: DATA_DIR/daemon.log)')
     .option('--log-max-size <MB>', 'rotate the log file when it reaches this size', String(DEFAULT_LOG_MAX_BYTES / 1024 / 1024))
-    .option('--log-keep <n>', 'rotated log files to keep (daemon.log.1 … daemon.log.N)', String(DEFAULT_LOG_KEEP))
+    .option('--log-keep <n>', 'rotated log files to keep (daemon.log.1 to daemon.log.N)', String(DEFAULT_LOG_KEEP))
     .action(async (options: DaemonStartOptions) => daemonStartRun(ctx, options));
 }
 
