@@ -7,10 +7,12 @@ _panelctl_subcommands() {
   case "$1" in
     '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users admin store settings 2fa watch completion' ;;
     'init') echo '' ;;
-    'daemon') echo 'start stop status' ;;
+    'daemon') echo 'start stop status logs install-service' ;;
     'daemon start') echo '' ;;
     'daemon stop') echo '' ;;
     'daemon status') echo '' ;;
+    'daemon logs') echo '' ;;
+    'daemon install-service') echo '' ;;
     'login') echo '' ;;
     'logout') echo '' ;;
     'whoami') echo '' ;;
@@ -65,9 +67,11 @@ _panelctl_options() {
     '') echo '-V --version --url --token --ca --data-dir --json --no-color -h --help' ;;
     'init') echo '--email --name --password-stdin --database-url -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'daemon') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'daemon start') echo '--foreground --host --port --no-tls --tls-cert --tls-key --allow-private-webhooks --database-url --log-level -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon start') echo '--foreground --host --port --no-tls --tls-cert --tls-key --allow-private-webhooks --database-url --log-level --log-file --log-max-size --log-keep -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'daemon stop') echo '--timeout -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'daemon status') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon logs') echo '-f --follow --level -n --lines -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon install-service') echo '--user --print --database-url --host --port --no-tls --tls-cert --tls-key --allow-private-webhooks --log-level -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'login') echo '--email --password-stdin --totp -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'logout') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'whoami') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -122,9 +126,11 @@ _panelctl_value_options() {
     '') echo '--url --token --ca --data-dir' ;;
     'init') echo '--email --name --database-url --url --token --ca --data-dir' ;;
     'daemon') echo '--url --token --ca --data-dir' ;;
-    'daemon start') echo '--host --port --tls-cert --tls-key --database-url --log-level --url --token --ca --data-dir' ;;
+    'daemon start') echo '--host --port --tls-cert --tls-key --database-url --log-level --log-file --log-max-size --log-keep --url --token --ca --data-dir' ;;
     'daemon stop') echo '--timeout --url --token --ca --data-dir' ;;
     'daemon status') echo '--url --token --ca --data-dir' ;;
+    'daemon logs') echo '--level -n --lines --url --token --ca --data-dir' ;;
+    'daemon install-service') echo '--database-url --host --port --tls-cert --tls-key --log-level --url --token --ca --data-dir' ;;
     'login') echo '--email --totp --url --token --ca --data-dir' ;;
     'logout') echo '--url --token --ca --data-dir' ;;
     'whoami') echo '--url --token --ca --data-dir' ;;
@@ -206,6 +212,14 @@ _panelctl_option_value() {
     'daemon stop|--data-dir') _panelctl_reply dir '' ;;
     'daemon status|--ca') _panelctl_reply file '' ;;
     'daemon status|--data-dir') _panelctl_reply dir '' ;;
+    'daemon logs|--level') _panelctl_reply words 'trace debug info warn error fatal' ;;
+    'daemon logs|--ca') _panelctl_reply file '' ;;
+    'daemon logs|--data-dir') _panelctl_reply dir '' ;;
+    'daemon install-service|--tls-cert') _panelctl_reply file '' ;;
+    'daemon install-service|--tls-key') _panelctl_reply file '' ;;
+    'daemon install-service|--log-level') _panelctl_reply words 'fatal error warn info debug' ;;
+    'daemon install-service|--ca') _panelctl_reply file '' ;;
+    'daemon install-service|--data-dir') _panelctl_reply dir '' ;;
     'login|--ca') _panelctl_reply file '' ;;
     'login|--data-dir') _panelctl_reply dir '' ;;
     'logout|--ca') _panelctl_reply file '' ;;

@@ -1,9 +1,8 @@
 // The CLI's HTTP client: talks to the daemon as any API client would, over HTTPS verified
 // against the data directory's certificate (or --ca), never with verification turned off.
 // Errors become one line with a hint (connection refused, certificate, 401, 403).
-import type { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpAgent, ClientRequest, IncomingMessage } from 'node:http';
 import { readFileSync } from 'node:fs';
-import type { Dispatcher } from 'undici';
 import { EXIT, exitCodeForStatus } from '../shared/errors.js';
 import type { Envelope } from '../shared/envelope.js';
 import { CliError } from './errors.js';
@@ -66,9 +65,9 @@ export function describeConnectionError(error: unknown, baseUrl: string): string
 
 /**
  * One request and its whole answer over node:https (node:http for an http:// URL), verified
- * against `ca` when given. One-shot calls do not use undici: its WASM HTTP parser is compiled
- * on first use, which alone costs more than node's whole start-up, and every command pays it
- * (decision in docs/decisions/cli.md). Streams, where start-up does not matter, use undici.
+ * against `ca` when given. The CLI does not use undici: its WASM HTTP parser is compiled on
+ * first use, which alone costs more than node's whole start-up, and every command would pay it
+ * (decision in docs/decisions/cli.md); `watch` and `--follow` pay it before `connected` too.
  */
 async function requestOnce(
   url: URL,
@@ -93,9 +92,24 @@ async function requestOnce(
   });
 }
 
+/** An open streaming answer (Server-Sent Events): its status and its body, read as a stream. */
+export interface StreamResponse {
+  statusCode: number;
+  body: IncomingMessage;
+}
+
+/** The whole body of a streaming answer that is not a stream (an error envelope). */
+export async function readBody(body: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'OPTIONS';
+
 export class ApiClient {
   #ca: string | undefined | null = null;
-  #dispatcher: Dispatcher | null = null;
+  #streams = new Set<ClientRequest>();
   /**
    * The client's own keep-alive agent: a command's requests share one connection, and close()
    * ends it, so a finished command exits at once. (Node's global agent keeps sockets alive for
@@ -130,7 +144,7 @@ export class ApiClient {
   }
 
   /** Sends a request and returns the envelope; error answers throw ApiRequestError. */
-  async call<T>(method: Dispatcher.HttpMethod, path: string, body?: unknown): Promise<Envelope<T>> {
+  async call<T>(method: HttpMethod, path: string, body?: unknown): Promise<Envelope<T>> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -164,17 +178,37 @@ export class ApiClient {
     return envelope;
   }
 
-  /** A raw streaming request (Server-Sent Events), over undici. */
-  async stream(path: string, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
+  /**
+   * A raw streaming request (Server-Sent Events) on a connection of its own, over node:https:
+   * resolves with the answer's head (within the client's time-out); the body is read by the caller
+   * and ends with the signal, the connection or close().
+   */
+  async stream(path: string, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<StreamResponse> {
     const headers: Record<string, string> = { accept: 'text/event-stream', ...extraHeaders };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     const url = this.#url(path);
-    const { Agent, request } = await import('undici');
+    const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
     const ca = this.#caPem();
-    this.#dispatcher ??= new Agent({ connect: ca ? { ca } : {}, headersTimeout: this.options.timeoutMs ?? 30_000 });
+    const timeoutMs = this.options.timeoutMs ?? 30_000;
     try {
-      return await request(url, { method: 'GET', headers, signal, dispatcher: this.#dispatcher, bodyTimeout: 0 });
+      return await new Promise<StreamResponse>((resolve, reject) => {
+        const request = transport.request(url, { method: 'GET', headers, agent: false, ...(ca ? { ca } : {}), ...(signal ? { signal } : {}) }, (response) => {
+          // Headers are in: from here the stream may stay quiet (the caller watches for idleness).
+          clearTimeout(headersTimer);
+          resolve({ statusCode: response.statusCode ?? 0, body: response });
+        });
+        const headersTimer = setTimeout(() => request.destroy(Object.assign(new Error('timed out'), { code: 'UND_ERR_HEADERS_TIMEOUT' })), timeoutMs);
+        headersTimer.unref();
+        this.#streams.add(request);
+        request.on('close', () => {
+          clearTimeout(headersTimer);
+          this.#streams.delete(request);
+        });
+        request.on('error', reject);
+        request.end();
+      });
     } catch (error) {
+      if (signal?.aborted) throw error;
       throw new CliError(describeConnectionError(error, this.baseUrl));
     }
   }
@@ -189,6 +223,7 @@ export class ApiClient {
 
   async close(): Promise<void> {
     this.#agent?.destroy();
-    await this.#dispatcher?.close();
+    for (const request of this.#streams) request.destroy();
+    this.#streams.clear();
   }
 }

@@ -81,17 +81,24 @@ export const childLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFa
  */
 export class RequestLines extends LogController {
   readonly #infoLines: boolean;
+  readonly #oneLine: boolean;
 
-  constructor(level: string) {
+  /** `oneLine` (the foreground daemon on a terminal): one line per request, at its end, naming the request. */
+  constructor(level: string, options: { oneLine?: boolean } = {}) {
     super();
     this.#infoLines = ['info', 'debug', 'trace'].includes(level);
+    this.#oneLine = options.oneLine ?? false;
   }
 
   override incomingRequest(request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
-    if (this.#infoLines) super.incomingRequest(request, reply, metadata);
+    if (this.#infoLines && !this.#oneLine) super.incomingRequest(request, reply, metadata);
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (this.#oneLine && !error && this.#infoLines) {
+      if (!this.isLogDisabled(request)) reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+      return;
+    }
     if (error || this.#infoLines) super.requestCompleted(error, request, reply, metadata);
   }
 }

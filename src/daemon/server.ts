@@ -5,12 +5,14 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { layout, type DataLayout } from '../shared/paths.js';
+import { VERSION } from '../shared/version.js';
 import { openStore } from '../store/factory.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoreInfo } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { newJwtSecret } from './init.js';
 import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
 import { acquireLock } from './lock.js';
+import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
 import { readJwtSecret, readTlsPair } from './startup-checks.js';
 
@@ -24,11 +26,19 @@ export interface ServeOptions {
   allowPrivateWebhooks?: boolean;
   /** `--database-url`: a PostgreSQL store shared with other daemons; else the JSON store in the data directory. */
   databaseUrl?: string;
-  /** pino destination: stdout in the foreground (the detached parent redirects it to daemon.log). */
   logLevel?: string;
   /** Timeouts and the per-IP connection cap; default DEFAULT_LIMITS with the environment's overrides. */
   limits?: ServerLimits;
+  /**
+   * Where the log goes: this file as JSON lines, rotated by size (the detached daemon's
+   * daemon.log), else stdout: one readable line per event when `pretty` (a terminal), else JSON lines.
+   */
+  logFile?: string;
+  logMaxBytes?: number;
+  logKeep?: number;
+  pretty?: { colorize: boolean };
 }
+
 
 export interface DaemonState {
   pid: number;
@@ -37,6 +47,14 @@ export interface DaemonState {
   port: number;
   tls: boolean;
   started_at: string;
+  version: string;
+  data_dir: string;
+  /** The store it serves from (kind and location, without credentials). */
+  store: StoreInfo;
+  /** The log file the daemon writes (JSON lines, rotated), or null when it logs to stdout. */
+  log_file: string | null;
+  /** `--allow-private-webhooks` (the admin setting webhook_allow_private_networks can allow them too). */
+  allow_private_webhooks: boolean;
 }
 
 export interface RunningDaemon {
@@ -50,6 +68,19 @@ export function displayHost(host: string): string {
   if (host === '0.0.0.0' || host === '') return '127.0.0.1';
   if (host === '::') return '[::1]';
   return host.includes(':') ? `[${host}]` : host;
+}
+
+/** What to do about an error while starting, in one sentence naming the flag, file or command. */
+export function startupMessage(error: unknown, context: { host: string; port: number; cert?: string; key?: string }): string {
+  const err = error as NodeJS.ErrnoException & { path?: string };
+  if (err.code === 'EADDRINUSE') {
+    return `port ${context.port} is in use on ${context.host}: another daemon? try --port N or panelctl daemon stop`;
+  }
+  if (err.code === 'EACCES' && err.syscall === 'listen') {
+    return `not allowed to listen on port ${context.port}: ports below 1024 need privileges; try --port N (e.g. 3443)`;
+  }
+  if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${context.host}: no such address on this machine; check --host`;
+  return err.message;
 }
 
 export async function readState(paths: DataLayout): Promise<DaemonState | null> {
@@ -71,23 +102,25 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   const notices: string[] = [];
   const releaseLock = await acquireLock(paths.pidFile, paths.root, process.pid, (message) => notices.push(message));
   let store: Store | undefined;
+  let openLog: LogDestination | undefined;
   try {
     // Every daemon of a database signs with the secret kept there. The JSON store keeps none:
     // its daemon reads the data directory's file, checked (and a damaged one named) before the
     // store is opened.
+    const warn = (message: string) => notices.push(message);
     let jwtSecret: Uint8Array;
     if (options.databaseUrl) {
-      store = await openStore({ dataDir: paths.root, databaseUrl: options.databaseUrl });
+      store = await openStore({ dataDir: paths.root, databaseUrl: options.databaseUrl, warn });
       jwtSecret = new TextEncoder().encode((await store.sharedSecret('jwt', newJwtSecret))!);
     } else jwtSecret = await readJwtSecret(paths.jwtSecret);
-    const https = options.tls
-      ? await readTlsPair(
-          { cert: options.tlsCert ?? paths.cert, key: options.tlsKey ?? paths.key, own: !options.tlsCert && !options.tlsKey },
-          (message) => notices.push(message),
-        )
-      : null;
-    store ??= await openStore({ dataDir: paths.root });
+    const certFile = options.tlsCert ?? paths.cert;
+    const keyFile = options.tlsKey ?? paths.key;
+    const https = options.tls ? await readTlsPair({ cert: certFile, key: keyFile, own: !options.tlsCert && !options.tlsKey }, warn) : null;
+    store ??= await openStore({ dataDir: paths.root, warn });
+    const destination = await logDestination(options);
+    openLog = destination;
     const extraCa = process.env.NODE_EXTRA_CA_CERTS;
+    const level = options.logLevel ?? 'info';
     const app = await buildApp(
       {
         store,
@@ -97,12 +130,23 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
       },
       {
-        logger: { level: options.logLevel ?? 'info', redact: { paths: LOG_REDACT, censor: '[redacted]' }, serializers: { req: serializeRequest } },
-        logController: new RequestLines(options.logLevel ?? 'info'),
+        logger: {
+          level,
+          redact: { paths: LOG_REDACT, censor: '[redacted]' },
+          serializers: { req: serializeRequest },
+          ...(destination ? { stream: destination } : {}),
+        },
+        logController: new RequestLines(level, { oneLine: Boolean(options.pretty) }),
         ...fastifyLimitOptions(limits),
         ...(https ? { https: { ...https, ...nodeServerOptions(limits) } } : { http: nodeServerOptions(limits) }),
       } as object,
-    );
+    ).catch((error: NodeJS.ErrnoException) => {
+      // The TLS context is made with the server: a file that is not a usable PEM fails here.
+      if (https && (error.code?.startsWith('ERR_OSSL') || /PEM|key values mismatch|certificate/i.test(error.message))) {
+        throw new Error(`the TLS certificate ${certFile} or key ${keyFile} cannot be used (${error.message}): pass a PEM pair with --tls-cert and --tls-key`);
+      }
+      throw error;
+    });
     for (const notice of notices) app.log.warn(notice);
     capConnectionsPerIp(app.server, limits.maxConnectionsPerIp, (ip, open) =>
       app.log.warn({ ip, open }, `client ${ip} holds ${open} connections, the most one address may (PANELCTL_MAX_CONNECTIONS_PER_IP); further ones are closed`),
@@ -110,7 +154,12 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
     if (!options.tls && !isLoopback(options.host)) {
       app.log.warn(`serving plain HTTP on ${options.host}: credentials cross the network unencrypted; use TLS`);
     }
-    await app.listen({ host: options.host, port: options.port });
+    try {
+      await app.listen({ host: options.host, port: options.port });
+    } catch (error) {
+      await app.close().catch(() => undefined);
+      throw new Error(startupMessage(error, { host: options.host, port: options.port }));
+    }
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : options.port;
     const state: DaemonState = {
@@ -120,6 +169,11 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       port,
       tls: options.tls,
       started_at: new Date().toISOString(),
+      version: VERSION,
+      data_dir: paths.root,
+      store: store.info,
+      log_file: options.logFile ?? null,
+      allow_private_webhooks: options.allowPrivateWebhooks ?? false,
     };
     await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
     app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info }, 'panelctl daemon listening');
@@ -134,6 +188,7 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         await opened.close();
         await rm(paths.stateFile, { force: true });
         await releaseLock();
+        destination?.end?.();
       })();
       return closing;
     };
@@ -141,8 +196,19 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   } catch (error) {
     await store?.close().catch(() => undefined);
     await releaseLock();
+    openLog?.end?.();
     throw error;
   }
+}
+
+type LogDestination = { write(chunk: string): unknown; end?(): void };
+
+/** The log's destination (see ServeOptions.logFile); undefined: pino's own stdout destination. */
+async function logDestination(options: ServeOptions): Promise<LogDestination | undefined> {
+  if (options.logFile) return new RotatingFile(options.logFile, { maxBytes: options.logMaxBytes, keep: options.logKeep });
+  if (!options.pretty) return undefined;
+  const [{ default: pretty }, { prettyOptions }] = await Promise.all([import('pino-pretty'), import('../shared/log-format.js')]);
+  return pretty({ ...prettyOptions(options.pretty.colorize), sync: true });
 }
 
 /**

@@ -44,12 +44,17 @@ export async function storeInitialised(config: StoreConfig): Promise<boolean> {
   return JsonStore.exists(layout(config.dataDir));
 }
 
-/** `postgres://user:secret@host:5432/db` → `host:5432/db`: for status lines and logs. */
+/**
+ * Names a database without credentials, for status lines and logs.
+ * @example
+ * describeDatabaseUrl('postgres://panel:secret@db.internal/panel') // 'db.internal:5432/panel'
+ */
 export function describeDatabaseUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    return `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
+    const host = parsed.hostname || parsed.searchParams.get('host') || 'localhost';
+    return `${host}:${parsed.port || '5432'}${parsed.pathname || '/'}`;
   } catch {
-    return 'postgresql (unparsable URL)';
+    return '(unparsable database URL)';
   }
 }

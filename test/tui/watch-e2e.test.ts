@@ -87,9 +87,15 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
       'CI=true',
     ].map(shellQuote);
     const command = `env -u NO_COLOR -u FORCE_COLOR ${env.join(' ')} ${shellQuote(process.execPath)} ${shellQuote(BIN)} watch; echo EXIT=$?; sleep 120`;
+    const launched = Date.now();
     await tmux('-u', '-f', '/dev/null', 'new-session', '-d', '-s', 'watch', '-x', String(COLUMNS), '-y', String(ROWS), command);
 
     let text = await screenUntil('the connected header', (t) => t.includes('● connected'));
+    // From the terminal's start to `connected`: node, the CLI, ink and the stream (under 1 s on a
+    // quiet machine; the bound is generous for a loaded one). The screen is polled every 100 ms.
+    const toConnected = Date.now() - launched;
+    console.info(`watch: ${toConnected} ms from start to "connected"`);
+    expect(toConnected).toBeLessThan(5000);
     expect(text).toContain(`panelctl watch ${daemon.url}`);
     expect(text).toContain('waiting for deliveries');
     expect(text).toContain('q quit');

@@ -33,33 +33,53 @@ export async function watchRun(ctx: Context, options: WatchOptions): Promise<voi
     );
   }
   const client = await ctx.client();
+  // ink and react are most of watch's start-up (about 0.6 s on a quiet machine, seconds on a
+  // busy one): they load while the pre-flight check runs and the stream connects, so the view
+  // opens on a stream that is already connected (or connecting) instead of starting it then.
+  const view = loadView();
+  view.catch(() => undefined); // awaited below; a failed pre-flight must not leave it unhandled
   // Checked before the screen is taken over: an unreachable daemon, a refused token or an
   // unknown --endpoint is a plain one-line error with its exit code, like any other command.
-  const { loadEndpoints } = await import('../ui/source.js');
+  const { apiWatchSource, loadEndpoints } = await import('../ui/source.js');
   const endpoints = await loadEndpoints(client, options.endpoint);
 
+  const { WatchStore, initialState } = await import('../ui/state.js');
+  const store = new WatchStore(initialState({ baseUrl: client.baseUrl, endpointId: options.endpoint, failedOnly: Boolean(options.failed) }));
+  const source = apiWatchSource(client, { endpointId: options.endpoint, endpoints });
+  const stop = source.start(store.dispatch);
+  try {
+    const { runWatch } = await view;
+    await runWatch({
+      client,
+      baseUrl: client.baseUrl,
+      endpointId: options.endpoint,
+      endpoints,
+      failedOnly: Boolean(options.failed),
+      color: ctx.colorAllowed,
+      stdin: stdin as NodeJS.ReadStream,
+      stdout: stdout as NodeJS.WriteStream,
+      stderr: stderr as NodeJS.WriteStream,
+      store,
+      source: { ...source, start: () => stop },
+    });
+  } finally {
+    stop();
+  }
+}
+
+/**
+ * Imports the view (ink, react). ink turns live rendering off when CI is set (it reads the
+ * variable once, on import); watch runs only on an interactive terminal, checked before, so the
+ * variable is hidden from ink while it loads.
+ */
+async function loadView(): Promise<typeof import('../ui/run.js')> {
   const env = process.env;
-  const color = ctx.colorAllowed;
-  // ink turns live rendering off when CI is set (it reads the variable once, on import); this
-  // is an interactive terminal, checked above, so it is hidden from ink while it loads.
   const ci = { CI: env.CI, CONTINUOUS_INTEGRATION: env.CONTINUOUS_INTEGRATION };
   delete env.CI;
   delete env.CONTINUOUS_INTEGRATION;
-  let runWatch: typeof import('../ui/run.js').runWatch;
   try {
-    ({ runWatch } = await import('../ui/run.js'));
+    return await import('../ui/run.js');
   } finally {
     for (const [name, value] of Object.entries(ci)) if (value !== undefined) env[name] = value;
   }
-  await runWatch({
-    client,
-    baseUrl: client.baseUrl,
-    endpointId: options.endpoint,
-    endpoints,
-    failedOnly: Boolean(options.failed),
-    color,
-    stdin: stdin as NodeJS.ReadStream,
-    stdout: stdout as NodeJS.WriteStream,
-    stderr: stderr as NodeJS.WriteStream,
-  });
 }

@@ -3,8 +3,7 @@
 // lines) and `panelctl watch` (ink) are visitors of the same engine. It reconnects by itself
 // when the daemon goes away, reporting the state, and stops on errors that retrying cannot fix.
 import type { DeliveryEntry as DeliveryLogEntry } from '../../shared/api/webhooks.js';
-import type { Dispatcher } from 'undici';
-import { ApiRequestError, type ApiClient } from '../api-client.js';
+import { ApiRequestError, readBody, type ApiClient, type StreamResponse } from '../api-client.js';
 import { SseParser } from './sse.js';
 
 export type StreamState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
@@ -97,8 +96,8 @@ export async function followDeliveries(client: ApiClient, options: FollowOptions
   visitor.onStatus?.('closed');
 }
 
-async function errorOf(response: Dispatcher.ResponseData): Promise<ApiRequestError> {
-  const text = await response.body.text().catch(() => '');
+async function errorOf(response: StreamResponse): Promise<ApiRequestError> {
+  const text = await readBody(response.body).catch(() => '');
   let envelope: { error?: string; message?: string } = {};
   try {
     envelope = JSON.parse(text);
@@ -109,7 +108,7 @@ async function errorOf(response: Dispatcher.ResponseData): Promise<ApiRequestErr
 }
 
 /** Destroys `body` with an explaining error when it stays silent for `ms`. */
-function watchIdle(body: Dispatcher.ResponseData['body'], ms: number): { reset(): void; stop(): void } {
+function watchIdle(body: StreamResponse['body'], ms: number): { reset(): void; stop(): void } {
   if (!ms) return { reset() {}, stop() {} };
   let timer: NodeJS.Timeout;
   const arm = () => {

@@ -5,8 +5,8 @@ import React from 'react';
 import { render } from 'ink';
 import type { ApiClient } from '../api-client.js';
 import { WatchApp } from './app.js';
-import { apiWatchSource } from './source.js';
-import type { WatchEndpoint } from './state.js';
+import { apiWatchSource, type WatchSource } from './source.js';
+import type { WatchEndpoint, WatchStore } from './state.js';
 
 export interface RunWatchOptions {
   client: ApiClient;
@@ -18,6 +18,9 @@ export interface RunWatchOptions {
   stdin: NodeJS.ReadStream;
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
+  /** A source already started into `store` (watch connects while ink loads); else one is made here. */
+  source?: WatchSource;
+  store?: WatchStore;
 }
 
 const ENTER_ALT_SCREEN = '\x1b[?1049h\x1b[H';
@@ -36,7 +39,7 @@ export async function runWatch(options: RunWatchOptions): Promise<void> {
   process.once('exit', restore);
   stdout.write(ENTER_ALT_SCREEN);
 
-  const source = apiWatchSource(options.client, { endpointId: options.endpointId, endpoints: options.endpoints });
+  const source = options.source ?? apiWatchSource(options.client, { endpointId: options.endpointId, endpoints: options.endpoints });
   const app = render(
     <WatchApp
       source={source}
@@ -44,6 +47,7 @@ export async function runWatch(options: RunWatchOptions): Promise<void> {
       endpointId={options.endpointId}
       failedOnly={options.failedOnly}
       color={options.color}
+      store={options.store}
     />,
     { stdin: options.stdin, stdout, stderr: options.stderr, exitOnCtrlC: false, maxFps: 20 },
   );

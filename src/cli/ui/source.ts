@@ -116,8 +116,12 @@ export function apiWatchSource(client: ApiClient, options: ApiSourceOptions = {}
 
       // The recent log of each endpoint. Run at start and after each reconnect, to fill what
       // happened while the stream was down (entries are merged by id, so overlaps are harmless).
+      // The pre-flight's list serves the first fill; a refill lists again (endpoints may be new).
+      let listed = options.endpoints !== undefined;
       const fill = async () => {
-        if (!options.endpointId) {
+        const relist = !options.endpointId && !listed;
+        listed = false;
+        if (relist) {
           try {
             endpoints = await loadEndpoints(client);
           } catch (error) {

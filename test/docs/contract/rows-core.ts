@@ -7,6 +7,9 @@ const ADMIN_SETTINGS = 'admin/settings';
 export const CORE_ROWS: Row[] = [
   // health
   { op: op('GET', 'health'), status: 200, case: 'liveness without credentials', as: 'none' },
+  { op: op('GET', 'health'), status: 200, case: 'an admin also gets the detail (pending deliveries, private webhooks)', as: 'admin' },
+  { op: op('GET', 'health'), status: 200, case: 'a customer gets the plain answer', as: 'customer' },
+  { op: op('GET', 'health'), status: 200, case: 'a bad credential is not refused', as: 'garbage' },
 
   // auth/login
   { op: op('POST', 'auth/login'), status: 200, case: 'valid email and password', as: 'none', body: { email: 'admin@localhost', password: 'admin-password-1' } },

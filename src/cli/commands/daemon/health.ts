@@ -15,7 +15,7 @@ async function lastLogLine(file: string): Promise<string> {
       const parsed = JSON.parse(last) as { msg?: string };
       return parsed.msg ?? last;
     } catch {
-      return last;
+      return last.replace(/^panelctl: /, ''); // the child's own error line, as the CLI wrote it
     }
   } catch {
     return '';

@@ -2,6 +2,7 @@
 // the foreground or starts a detached daemon and waits until its API answers.
 import { spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { DEFAULT_HOST, DEFAULT_PORT, layout } from '../../../shared/paths.js';
@@ -10,6 +11,7 @@ import type { Context } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
 import { databaseUrlOf, reportInit } from '../init.js';
 import { waitForHealth } from './health.js';
+import { DEFAULT_LOG_KEEP, DEFAULT_LOG_MAX_BYTES } from '../../../daemon/log/rotating-file.js';
 
 export interface DaemonStartOptions {
   foreground?: boolean;
@@ -21,6 +23,9 @@ export interface DaemonStartOptions {
   allowPrivateWebhooks?: boolean;
   databaseUrl?: string;
   logLevel: string;
+  logFile?: string;
+  logMaxSize: string;
+  logKeep: string;
 }
 
 export function daemonStartCommand(ctx: Context): Command {
@@ -35,6 +40,9 @@ export function daemonStartCommand(ctx: Context): Command {
     .option('--allow-private-webhooks', 'allow webhook deliveries to loopback and private networks')
     .option('--database-url <url>', 'keep the store in this PostgreSQL database, shared with other daemons (also PANELCTL_DATABASE_URL)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug']).default('info'))
+    .option('--log-file <file>', 'write the log to FILE as JSON lines, rotated by size (the detached daemon: DATA_DIR/daemon.log)')
+    .option('--log-max-size <MB>', 'rotate the log file when it reaches this size', String(DEFAULT_LOG_MAX_BYTES / 1024 / 1024))
+    .option('--log-keep <n>', 'rotated log files to keep (daemon.log.1 to daemon.log.N)', String(DEFAULT_LOG_KEEP))
     .action(async (options: DaemonStartOptions) => daemonStartRun(ctx, options));
 }
 
@@ -44,8 +52,17 @@ function parsePort(value: string): number {
   return port;
 }
 
+function parseLogRotation(options: DaemonStartOptions): { maxBytes: number; keep: number } {
+  const megabytes = Number(options.logMaxSize);
+  if (!Number.isFinite(megabytes) || megabytes <= 0) throw new UsageError(`--log-max-size must be a positive number of megabytes, got "${options.logMaxSize}"`);
+  const keep = Number(options.logKeep);
+  if (!Number.isInteger(keep) || keep < 0 || keep > 1000) throw new UsageError(`--log-keep must be an integer from 0 to 1000, got "${options.logKeep}"`);
+  return { maxBytes: Math.round(megabytes * 1024 * 1024), keep };
+}
+
 export async function daemonStartRun(ctx: Context, options: DaemonStartOptions): Promise<void> {
   const port = parsePort(options.port);
+  const rotation = parseLogRotation(options);
   if (Boolean(options.tlsCert) !== Boolean(options.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
   const dir = ctx.dataDir();
   const paths = layout(dir);
@@ -54,7 +71,7 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   const databaseUrl = databaseUrlOf(ctx, options.databaseUrl);
 
   const pid = await readPid(paths.pidFile);
-  if (pid && isDaemon(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
+  if (pid && isDaemon(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}: panelctl daemon stop stops it`, EXIT.ERROR);
   try {
     // A new data directory for a database that holds a panel already (another daemon's): only
     // the directory and its TLS certificate are made; the users are the database's.
@@ -88,6 +105,11 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
         allowPrivateWebhooks: options.allowPrivateWebhooks,
         databaseUrl,
         logLevel: options.logLevel,
+        logFile: options.logFile ? resolve(options.logFile) : undefined,
+        logMaxBytes: rotation.maxBytes,
+        logKeep: rotation.keep,
+        // On a terminal, lines for people; piped (systemd's journal, a file), JSON lines for tools.
+        pretty: !options.logFile && (ctx.io.stdout as NodeJS.WriteStream).isTTY ? { colorize: ctx.colorAllowed } : undefined,
       });
     } catch (error) {
       throw new CliError(`cannot start the daemon: ${(error as Error).message}`, EXIT.ERROR);
@@ -101,6 +123,9 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
 
   const args = [fileURLToPath(new URL('../../../../bin/panelctl.js', import.meta.url)), 'daemon', 'start', '--foreground'];
   args.push('--data-dir', dir, '--host', options.host, '--port', String(port), '--log-level', options.logLevel);
+  // The daemon writes and rotates daemon.log itself; its stdout and stderr (only a crash's last
+  // words) are appended to the file too.
+  args.push('--log-file', options.logFile ? resolve(options.logFile) : paths.logFile, '--log-max-size', options.logMaxSize, '--log-keep', String(rotation.keep));
   if (!options.tls) args.push('--no-tls');
   if (options.tlsCert) args.push('--tls-cert', options.tlsCert, '--tls-key', options.tlsKey!);
   if (options.allowPrivateWebhooks) args.push('--allow-private-webhooks');
