@@ -2,7 +2,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { layout } from '../../src/shared/paths.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
 import { atomicWrite } from '../../src/store/json/durable-writer.js';
@@ -77,18 +77,29 @@ describe('JsonStore', () => {
     });
     const key = await store.apiKeys.insert({ user_id: 1, name: 'k', key_hash: 'u'.repeat(64), key_prefix: 'ncp_u', last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
     const onDisk = async () => JSON.parse(await readFile(paths.store, 'utf8')).api_keys[0].last_used_at as string | null;
-    writes = 0;
-    store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:00Z'));
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect([writes, await onDisk()]).toEqual([0, null]);
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    expect([writes, await onDisk()]).toEqual([1, '2026-11-21T10:00:00.000Z']);
+    // The store's delays run on a fake clock, so a slow machine cannot move a write across a
+    // boundary; the file I/O stays real (flush() waits for a write in progress).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      writes = 0;
+      store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:00Z'));
+      await vi.advanceTimersByTimeAsync(399);
+      expect([writes, await onDisk()]).toEqual([0, null]);
+      await vi.advanceTimersByTimeAsync(1);
+      await store.flush();
+      expect([writes, await onDisk()]).toEqual([1, '2026-11-21T10:00:00.000Z']);
 
-    // A request window (lazyFlushMs) brings a pending key use along at its own, shorter delay.
-    store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:05Z'));
-    await store.limiter.put({ key: 'rl:user:1', count: 1, window_start: Date.now(), locked_until: 0 }, false);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect([writes, await onDisk()]).toEqual([2, '2026-11-21T10:00:05.000Z']);
+      // A request window (lazyFlushMs) brings a pending key use along at its own, shorter delay.
+      store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:05Z'));
+      await store.limiter.put({ key: 'rl:user:1', count: 1, window_start: Date.now(), locked_until: 0 }, false);
+      await vi.advanceTimersByTimeAsync(29);
+      expect(writes).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      await store.flush();
+      expect([writes, await onDisk()]).toEqual([2, '2026-11-21T10:00:05.000Z']);
+    } finally {
+      vi.useRealTimers();
+    }
     await store.close();
   });
 
@@ -151,7 +162,7 @@ describe('JsonStore', () => {
     const paths = await tempLayout();
     const store = await JsonStore.open(paths, { create: true });
     for (let i = 1; i <= 205; i++) {
-      await store.deliveryLog.append({ delivery_id: `d${i}`, endpoint_id: 7, event: 'site.created', payload: { i }, attempt: 1, status_code: 200, response: '', success: true, duration_ms: 1, created_at: new Date().toISOString() });
+      await store.deliveryLog.append({ delivery_id: `d${i}`, endpoint_id: 7, event: 'site.created', payload: { i }, attempt: 1, status_code: 200, response: '', success: true, duration_ms: 1, created_at: new Date().toISOString(), request_headers: {} });
     }
     const entries = await store.deliveryLog.list(7);
     expect(entries).toHaveLength(100);
