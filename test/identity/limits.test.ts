@@ -3,7 +3,7 @@
 // changes, and both surviving a restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
-import { awayFromStepEdge, createUser, currentStep, putSettings, sleep, totpAt } from './helpers.js';
+import { awayFromStepEdge, createUser, currentStep, eventually, putSettings, storedLimiterRecord, totpAt } from './helpers.js';
 
 const header = (result: HttpResult, name: string) => {
   const value = result.headers[name];
@@ -125,8 +125,9 @@ describe('variant A: request-rate limits', () => {
     const second = await daemon.request('GET', '/auth/me', { token: jwt });
     expect(expectLimitHeaders(second, 6).remaining).toBe(r1 - 1);
 
-    // The window is durable: after a crash (once the lazy flush ran) it continues where it was.
-    await sleep(1500);
+    // The window is durable: after a crash (once the lazy flush wrote it) it continues where it was.
+    const counted = 6 - expectLimitHeaders(second, 6).remaining;
+    await eventually(async () => ((await storedLimiterRecord(daemon, `rl:user:${user.id}`))?.count === counted ? true : undefined), `window of ${counted} on disk`);
     daemon = await daemon.restart();
     const resumed = await daemon.request('GET', '/auth/me', { token: jwt });
     expect(resumed.status).toBe(200);
@@ -224,11 +225,17 @@ describe('variant B: lockout after failed attempts', () => {
 
   it('still answers 429 after a restart (crash), with the wait counting down', async () => {
     const before = (await login(ADMIN_PASSWORD)).body.data.remaining_seconds;
-    await sleep(1100);
+    // The lock's end is written before the failed login is answered; after a crash the daemon
+    // counts down to that same instant (not a fresh 15 minutes), whatever time the restart took.
+    const lock = await storedLimiterRecord(daemon, (key) => key.startsWith('lock:'));
+    expect(lock?.locked_until).toBeGreaterThan(Date.now());
     daemon = await daemon.restart();
+    const sent = Date.now();
     const after = await login(ADMIN_PASSWORD);
+    const answered = Date.now();
     const seconds = expectLocked(after, before);
-    expect(seconds).toBeLessThan(before);
+    expect(seconds).toBeLessThanOrEqual(Math.ceil((lock!.locked_until - sent) / 1000));
+    expect(seconds).toBeGreaterThanOrEqual(Math.ceil((lock!.locked_until - answered) / 1000));
     expect(seconds).toBeGreaterThan(900 - 120);
   });
 
