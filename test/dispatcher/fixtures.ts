@@ -66,7 +66,7 @@ export async function entries(world: World, token: string, endpointId: number): 
 }
 
 /** Polls an endpoint's log until it holds at least `count` entries. */
-export async function waitForEntries(world: World, token: string, endpointId: number, count: number, timeoutMs = 20_000): Promise<any[]> {
+export async function waitForEntries(world: World, token: string, endpointId: number, count: number, timeoutMs = 30_000): Promise<any[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const list = await entries(world, token, endpointId);
