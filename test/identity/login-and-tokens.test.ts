@@ -92,7 +92,7 @@ describe('login, JWTs and users', () => {
   });
 
   it('answers 401 `not authenticated` without credentials or with a malformed header', async () => {
-    for (const headers of [{}, { authorization: 'Basic YWRtaW46eA==' }, { authorization: 'Bearer' }]) {
+    for (const headers of [{}, { authorization: 'Basic YWRtaW46eA==' }, { authorization: 'Bearer' }] as Array<Record<string, string>>) {
       const result = await daemon.request('GET', '/auth/me', { headers });
       expect(result.status).toBe(401);
       expect(result.body).toEqual({ data: null, error: 'not authenticated', message: expect.stringMatching(/authentication required/) });
