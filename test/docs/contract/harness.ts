@@ -163,7 +163,7 @@ export async function buildContext(daemon: TestDaemon, receiverUrl: string): Pro
 
 async function mailedToken(daemon: TestDaemon, email: string): Promise<string> {
   const dir = join(daemon.dataDir, 'mail');
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names.filter((n) => n.endsWith('.eml'))) {
