@@ -13,7 +13,7 @@ import { exampleDelivery } from '../../src/daemon/docs/webhooks.js';
 import { API_ERRORS } from '../../src/shared/errors.js';
 import { EVENT_CATALOGUE, eventType } from '../../src/shared/events.js';
 import { DEFAULT_SETTINGS } from '../../src/shared/settings.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { track } from '../helpers/processes.js';
 import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
 
@@ -182,8 +182,7 @@ describe('example webhook receivers take real deliveries from the daemon', () =>
     tlsEnv = { TLS_CERT: join(tlsDir, 'cert.pem'), TLS_KEY: join(tlsDir, 'key.pem') };
     await writeFile(tlsEnv.TLS_CERT, tls.cert);
     await writeFile(tlsEnv.TLS_KEY, tls.key, { mode: 0o600 });
-    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-    admin = await daemon.login();
+    ({ daemon, admin } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } }));
   }, 60_000);
   afterAll(async () => {
     await daemon?.dispose();

@@ -160,3 +160,27 @@ export async function startDaemon(options: StartOptions = {}): Promise<TestDaemo
   };
   return daemon;
 }
+
+export interface LoggedIn {
+  daemon: TestDaemon;
+  /** The admin's JWT. */
+  admin: string;
+}
+
+/**
+ * The suite's daemon fixture: a started daemon with its admin signed in and, when given,
+ * settings applied (e.g. limits raised out of the way of a test about something else).
+ *
+ * @example
+ * beforeAll(async () => ({ daemon, admin } = await startLoggedIn({ settings: RELAXED })));
+ * afterAll(() => daemon?.dispose());
+ */
+export async function startLoggedIn(options: StartOptions & { settings?: Record<string, unknown> } = {}): Promise<LoggedIn> {
+  const daemon = await startDaemon(options);
+  const admin = await daemon.login();
+  if (options.settings) {
+    const result = await daemon.request('PUT', '/admin/settings', { token: admin, body: options.settings });
+    if (result.status !== 200) throw new Error(`settings refused: ${result.status} ${result.text}`);
+  }
+  return { daemon, admin };
+}

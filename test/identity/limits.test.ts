@@ -2,7 +2,7 @@
 // headers), variant B (the per-IP failure counter and lockout), the mode setting, live setting
 // changes, and both surviving a restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
 import { awayFromStepEdge, createUser, currentStep, eventually, putSettings, storedLimiterRecord, totpAt } from './helpers.js';
 
 const header = (result: HttpResult, name: string) => {
@@ -31,8 +31,7 @@ describe('variant A: request-rate limits', () => {
   const opsToken = (i: number) => daemon.login(ops[i].email, ops[i].password);
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
+    ({ daemon, admin } = await startLoggedIn());
     for (const i of [0, 1]) ops.push(await createUser(daemon, admin, `ops${i}@example.com`, 'admin'));
   });
   afterAll(async () => {
@@ -184,8 +183,7 @@ describe('variant B: lockout after failed attempts', () => {
   let admin: string;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
+    ({ daemon, admin } = await startLoggedIn());
     // Default thresholds (5 attempts, 15 minutes); request windows out of the way.
     await putSettings(daemon, admin, { rate_limit_login_per_minute: 1000, rate_limit_reset_per_minute: 1000 });
   });
@@ -255,9 +253,7 @@ describe('variant B: what counts as a failed attempt', () => {
   let admin: string;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await putSettings(daemon, admin, { rate_limit_mode: 'lockout', login_max_attempts: 4, login_lockout_minutes: 2 });
+    ({ daemon, admin } = await startLoggedIn({ settings: { rate_limit_mode: 'lockout', login_max_attempts: 4, login_lockout_minutes: 2 } }));
   });
   afterAll(async () => {
     await daemon?.dispose();

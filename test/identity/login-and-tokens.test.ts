@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, createUser, putSettings } from './helpers.js';
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -15,9 +15,7 @@ describe('login, JWTs and users', () => {
   let secret: Uint8Array;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await putSettings(daemon, admin, RELAXED);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
     secret = new TextEncoder().encode((await readFile(join(daemon.dataDir, 'jwt-secret'), 'utf8')).trim());
   });
   afterAll(async () => {

@@ -5,7 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startDaemon, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, createUser, currentStep, eventually, filesContaining, jwtIssuedAt, putSettings, totpAt, untilSecondAfter } from './helpers.js';
 
 const FORGOT_MESSAGE = /if an account with that email exists/;
@@ -40,9 +40,7 @@ describe('password reset with mail written to files', () => {
   let admin: string;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await putSettings(daemon, admin, RELAXED);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
   });
   afterAll(async () => {
     await daemon?.dispose();

@@ -3,7 +3,7 @@
 // write is present and the store parses; at the end every accepted event's deliveries have
 // completed at least once, including retries that were pending at a kill.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 // `npm test` runs a short loop; `npm run soak` runs the full 20 rounds.
@@ -29,8 +29,7 @@ beforeAll(async () => {
     seen.add(id);
     return { status: 500, body: 'try again' };
   });
-  daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile }, keep: true });
-  token = await daemon.login();
+  ({ daemon, admin: token } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile }, keep: true }));
   await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_mode: 'lockout', login_max_attempts: 1000 } });
   for (const receiver of [good, flaky]) {
     const created = await daemon.request('POST', '/webhooks', { token, body: { url: receiver.url, secret: 'crash-secret', events: 'backup.completed' } });

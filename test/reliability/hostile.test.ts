@@ -4,7 +4,7 @@
 // deliveries are not held up by them.
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 let daemon: TestDaemon;
@@ -39,8 +39,7 @@ beforeAll(async () => {
   receivers.redirect = await startReceiver(tls, () => ({ status: 302, headers: { location: 'https://10.0.0.1/steal' }, body: '' }));
   receivers.healthy = await startReceiver(tls);
 
-  daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-  token = await daemon.login();
+  ({ daemon, admin: token } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } }));
   await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_mode: 'lockout' } });
   for (const [name, receiver] of Object.entries(receivers)) {
     const created = await daemon.request('POST', '/webhooks', { token, body: { url: receiver.url, secret: `secret-${name}`, events: 'backup.completed' } });

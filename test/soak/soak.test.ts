@@ -8,7 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { request, Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS } from '../../src/daemon/dispatcher/dispatcher.js';
-import { startDaemon, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
@@ -53,8 +53,7 @@ beforeAll(async () => {
   tls = await makeReceiverTls();
   healthy = await startReceiver(tls);
   failing = await startReceiver(tls, () => ({ status: 500, body: 'no' }));
-  daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-  token = await daemon.login();
+  ({ daemon, admin: token } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } }));
   await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_mode: 'lockout' } });
   for (const r of [healthy, failing]) {
     const created = await daemon.request('POST', '/webhooks', { token, body: { url: r.url, secret: 'soak', events: '*' } });
