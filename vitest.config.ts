@@ -15,9 +15,10 @@ export default defineConfig({
     maxWorkers: 3,
     minWorkers: 1,
     reporters: ['default'],
-    // Every child a test starts is ended with its test or file (setup.ts); the teardown fails the
-    // run if one outlived the suite anyway. An array: other global setups (PostgreSQL) join it.
+    // Every child a test starts is ended with its test or file (setup.ts); the leak check fails the
+    // run if one outlived the suite anyway. It comes first: teardowns run in reverse order, so it
+    // checks after the PostgreSQL cluster (started with the run's mark) was stopped.
     setupFiles: ['test/helpers/setup.ts'],
-    globalSetup: ['test/helpers/global-teardown.ts'],
+    globalSetup: ['test/helpers/global-teardown.ts', 'test/helpers/postgres-global-setup.ts'],
   },
 });

@@ -5,7 +5,7 @@
 
 _panelctl_subcommands() {
   case "$1" in
-    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users settings 2fa watch completion' ;;
+    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users store settings 2fa watch completion' ;;
     'init') echo '' ;;
     'daemon') echo 'start stop status' ;;
     'daemon start') echo '' ;;
@@ -44,6 +44,8 @@ _panelctl_subcommands() {
     'users list') echo '' ;;
     'users create') echo '' ;;
     'users delete') echo '' ;;
+    'store') echo 'migrate' ;;
+    'store migrate') echo '' ;;
     'settings') echo 'get set' ;;
     'settings get') echo '' ;;
     'settings set') echo '' ;;
@@ -59,9 +61,9 @@ _panelctl_subcommands() {
 _panelctl_options() {
   case "$1" in
     '') echo '-V --version --url --token --ca --data-dir --json --no-color -h --help' ;;
-    'init') echo '--email --name --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'init') echo '--email --name --password-stdin --database-url -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'daemon') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'daemon start') echo '--foreground --host --port --no-tls --tls-cert --tls-key --allow-private-webhooks --log-level -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'daemon start') echo '--foreground --host --port --no-tls --tls-cert --tls-key --allow-private-webhooks --database-url --log-level -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'daemon stop') echo '--timeout -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'daemon status') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'login') echo '--email --password-stdin --totp -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -97,6 +99,8 @@ _panelctl_options() {
     'users list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'users create') echo '--email --name --role --password-stdin -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'users delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'store') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'store migrate') echo '--to -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings get') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings set') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -112,9 +116,9 @@ _panelctl_options() {
 _panelctl_value_options() {
   case "$1" in
     '') echo '--url --token --ca --data-dir' ;;
-    'init') echo '--email --name --url --token --ca --data-dir' ;;
+    'init') echo '--email --name --database-url --url --token --ca --data-dir' ;;
     'daemon') echo '--url --token --ca --data-dir' ;;
-    'daemon start') echo '--host --port --tls-cert --tls-key --log-level --url --token --ca --data-dir' ;;
+    'daemon start') echo '--host --port --tls-cert --tls-key --database-url --log-level --url --token --ca --data-dir' ;;
     'daemon stop') echo '--timeout --url --token --ca --data-dir' ;;
     'daemon status') echo '--url --token --ca --data-dir' ;;
     'login') echo '--email --totp --url --token --ca --data-dir' ;;
@@ -150,6 +154,8 @@ _panelctl_value_options() {
     'users list') echo '--url --token --ca --data-dir' ;;
     'users create') echo '--email --name --role --url --token --ca --data-dir' ;;
     'users delete') echo '--url --token --ca --data-dir' ;;
+    'store') echo '--url --token --ca --data-dir' ;;
+    'store migrate') echo '--to --url --token --ca --data-dir' ;;
     'settings') echo '--url --token --ca --data-dir' ;;
     'settings get') echo '--url --token --ca --data-dir' ;;
     'settings set') echo '--url --token --ca --data-dir' ;;
@@ -263,6 +269,10 @@ _panelctl_option_value() {
     'users create|--data-dir') _panelctl_reply dir '' ;;
     'users delete|--ca') _panelctl_reply file '' ;;
     'users delete|--data-dir') _panelctl_reply dir '' ;;
+    'store|--ca') _panelctl_reply file '' ;;
+    'store|--data-dir') _panelctl_reply dir '' ;;
+    'store migrate|--ca') _panelctl_reply file '' ;;
+    'store migrate|--data-dir') _panelctl_reply dir '' ;;
     'settings|--ca') _panelctl_reply file '' ;;
     'settings|--data-dir') _panelctl_reply dir '' ;;
     'settings get|--ca') _panelctl_reply file '' ;;

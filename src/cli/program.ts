@@ -22,6 +22,7 @@ export const TOP_COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Com
   { name: 'sites', load: async () => (await import('./commands/sites/index.js')).sitesCommand },
   { name: 'subscriptions', load: async () => (await import('./commands/subscriptions/index.js')).subscriptionsCommand },
   { name: 'users', load: async () => (await import('./commands/users/index.js')).usersCommand },
+  { name: 'store', load: async () => (await import('./commands/store/index.js')).storeCommand },
   { name: 'settings', load: async () => (await import('./commands/settings/index.js')).settingsCommand },
   { name: '2fa', load: async () => (await import('./commands/two-factor/index.js')).twoFactorCommand },
   // watch is the TUI's (src/cli/commands/watch.ts); ink and react load only when it runs.

@@ -22,6 +22,7 @@ import subscriptionRoutes from './routes/subscriptions/index.js';
 import siteRoutes from './routes/sites/index.js';
 import webhookRoutes from './routes/webhooks/index.js';
 import type { DaemonOptions } from './services.js';
+import { SettingsCache } from './settings-cache.js';
 
 export interface RouteSummary {
   method: string;
@@ -76,6 +77,10 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   app.decorate('store', options.store);
   app.decorate('clock', options.clock ?? Date.now);
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));
+  // Read once here and followed through the change feed: the request hooks read it without waiting.
+  const settings = await SettingsCache.open(options.store, (error) => app.log.error({ err: error }, 'settings could not be read again'));
+  app.decorate('settings', settings);
+  app.addHook('onClose', async () => settings.close());
   app.decorate('events', new EventBus(options.store, options.clock ?? Date.now));
   await app.register(dispatcherPlugin);
   await app.register(authPlugin);

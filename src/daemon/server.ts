@@ -5,9 +5,10 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { layout, type DataLayout } from '../shared/paths.js';
-import { JsonStore } from '../store/json/json-store.js';
+import { openStore } from '../store/factory.js';
 import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
+import { newJwtSecret } from './init.js';
 import { acquireLock } from './lock.js';
 import { RequestLines } from './request-logger.js';
 
@@ -19,6 +20,8 @@ export interface ServeOptions {
   tlsCert?: string;
   tlsKey?: string;
   allowPrivateWebhooks?: boolean;
+  /** `--database-url`: a PostgreSQL store shared with other daemons; else the JSON store in the data directory. */
+  databaseUrl?: string;
   /** pino destination: stdout in the foreground (the detached parent redirects it to daemon.log). */
   logLevel?: string;
 }
@@ -62,8 +65,11 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
   const releaseLock = await acquireLock(paths.pidFile, paths.root);
   let store: Store | undefined;
   try {
-    store = await JsonStore.open(paths);
-    const jwtSecret = new TextEncoder().encode((await readFile(paths.jwtSecret, 'utf8')).trim());
+    store = await openStore({ dataDir: paths.root, databaseUrl: options.databaseUrl });
+    // Every daemon of a database signs with the secret kept there; the JSON store keeps none,
+    // its daemon reads the data directory's file.
+    const secret = (await store.sharedSecret('jwt', newJwtSecret)) ?? (await readFile(paths.jwtSecret, 'utf8')).trim();
+    const jwtSecret = new TextEncoder().encode(secret);
     const https = options.tls
       ? {
           cert: await readFile(options.tlsCert ?? paths.cert),
@@ -100,15 +106,16 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       started_at: new Date().toISOString(),
     };
     await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
-    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root }, 'panelctl daemon listening');
+    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info }, 'panelctl daemon listening');
 
     let closing: Promise<void> | null = null;
-    const openStore = store;
+    const opened = store;
     const shutdown = (reason = 'shutdown') => {
       closing ??= (async () => {
         app.log.info({ reason }, 'panelctl daemon stopping');
         await app.close();
-        await openStore.close();
+        await opened.flush().catch((error: unknown) => app.log.error({ err: error }, 'store flush failed'));
+        await opened.close();
         await rm(paths.stateFile, { force: true });
         await releaseLock();
       })();

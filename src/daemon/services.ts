@@ -29,6 +29,8 @@ export interface Principal {
   role: Role;
   via: 'jwt' | 'api_key';
   keyId?: number;
+  /** The presented JWT's id and expiry (epoch seconds), for logout. */
+  session?: { jti: string; exp: number };
 }
 
 /**

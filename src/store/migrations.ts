@@ -1,8 +1,8 @@
 // Schema versions of the JSON store document. Each migration lifts the document by one
 // version; the store runs the missing ones at open and writes the result back.
-import type { StoreData } from './types.js';
+import type { Snapshot } from './json/state.js';
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export interface Migration {
   to: number;
@@ -10,9 +10,12 @@ export interface Migration {
 }
 
 /** Ordered by `to`. Add one entry per schema change, never edit a released one. */
-export const MIGRATIONS: Migration[] = [];
+export const MIGRATIONS: Migration[] = [
+  // 2: the write-ahead journal; the outbox moved from outbox.jsonl into the store (done at open).
+  { to: 2, up: () => undefined },
+];
 
-export function emptyData(): StoreData {
+export function emptyData(): Omit<Snapshot, 'journal_gen'> {
   return {
     schema_version: SCHEMA_VERSION,
     counters: {},
@@ -22,6 +25,7 @@ export function emptyData(): StoreData {
     sites: [],
     webhooks: [],
     reset_tokens: [],
+    revoked_tokens: [],
     limiter: [],
     settings: {},
   };

@@ -1,6 +1,10 @@
-// The store interface: every persistence call of routes and dispatcher goes through these
-// repositories, so a second backend (e.g. PostgreSQL) can be added without touching them.
-// Every mutating call resolves only once the change is durable (on disk, fsynced).
+// The store contract: what every backend (the embedded JSON store, PostgreSQL) promises to the
+// routes and the dispatcher. It speaks the language of a database: named queries instead of
+// closures, transactions, constraints kept by the store, leased claims of outbox work, and a
+// change feed. Nothing here may assume that one process sees every write.
+//
+// Every method is async. A mutating call outside a transaction is its own transaction. Every
+// mutating call (and every transaction) resolves only once its change is durable.
 import type { Settings, SettingsPatch } from '../shared/settings.js';
 import type {
   ApiKeyRecord,
@@ -17,129 +21,314 @@ import type {
 
 export type NewRecord<T extends { id: unknown }> = Omit<T, 'id'>;
 
-/** CRUD over one collection of records with integer ids. */
-export interface Repository<T extends { id: number }> {
-  get(id: number): Promise<T | undefined>;
-  list(filter?: (record: T) => boolean): Promise<T[]>;
-  find(filter: (record: T) => boolean): Promise<T | undefined>;
-  insert(record: NewRecord<T>): Promise<T>;
-  /** Applies a partial change; resolves with the updated record, or undefined when absent. */
-  update(id: number, patch: Partial<NewRecord<T>>): Promise<T | undefined>;
-  /** Resolves with the removed record, or undefined when absent. */
-  remove(id: number): Promise<T | undefined>;
+export interface UsersRepository {
+  get(id: number): Promise<UserRecord | undefined>;
+  /** Case-insensitive. */
+  byEmail(email: string): Promise<UserRecord | undefined>;
+  /** Every user, by id. */
+  list(): Promise<UserRecord[]>;
+  count(): Promise<number>;
+  /** Conflict `users.email` when another user has the email (case-insensitive). */
+  insert(record: NewRecord<UserRecord>): Promise<UserRecord>;
+  /** Resolves with the updated record, or undefined when absent. Conflict `users.email` as for insert. */
+  update(id: number, patch: Partial<NewRecord<UserRecord>>): Promise<UserRecord | undefined>;
+  /**
+   * Removes the user with everything they own: API keys, webhook endpoints (with their pending
+   * deliveries and logs), reset tokens, subscriptions and their sites.
+   */
+  remove(id: number): Promise<UserRecord | undefined>;
+}
+
+export interface ApiKeysRepository {
+  get(id: number): Promise<ApiKeyRecord | undefined>;
+  /** By the SHA-256 hash (hex) of the presented key. */
+  byHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** A user's keys, by id. */
+  listByUser(userId: number): Promise<ApiKeyRecord[]>;
+  insert(record: NewRecord<ApiKeyRecord>): Promise<ApiKeyRecord>;
+  remove(id: number): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Records a use at `atMs` (epoch ms). `last_used_at` is kept to the second and may be written
+   * in batches (a use is not worth a durable write per request); `flush()` writes what is held.
+   */
+  touch(id: number, atMs: number): Promise<void>;
+}
+
+export interface SubscriptionsRepository {
+  get(id: number): Promise<SubscriptionRecord | undefined>;
+  /** Every subscription, by id. */
+  list(): Promise<SubscriptionRecord[]>;
+  /** A customer's subscriptions, by id. */
+  listByCustomer(customerId: number): Promise<SubscriptionRecord[]>;
+  /** The customer's default subscription: the one marked default, else the oldest. */
+  defaultFor(customerId: number): Promise<SubscriptionRecord | undefined>;
+  /**
+   * Conflicts: `subscriptions.main_domain` (another subscription has it), `domains.owner`
+   * (another customer has a site with that domain), `users.customer` (the customer does not
+   * exist or is not a customer). When the new one is the default (or the customer's first), the
+   * customer's other subscriptions lose the mark in the same transaction.
+   */
+  insert(record: NewRecord<SubscriptionRecord>): Promise<SubscriptionRecord>;
+  update(id: number, patch: Partial<Pick<SubscriptionRecord, 'status' | 'updated_at'>>): Promise<SubscriptionRecord | undefined>;
+  /** Removes the subscription with its sites. */
+  remove(id: number): Promise<SubscriptionRecord | undefined>;
+}
+
+export interface SitesRepository {
+  get(id: number): Promise<SiteRecord | undefined>;
+  /** Every site, by id. */
+  list(): Promise<SiteRecord[]>;
+  /** A subscription's sites, by id. */
+  listBySubscription(subscriptionId: number): Promise<SiteRecord[]>;
   count(): Promise<number>;
   /**
-   * A number that changes whenever a record of the collection is added, changed or removed
-   * through the store, so readers can reuse what they built from an unchanged collection.
+   * Conflicts: `sites.domain` (another site has it), `domains.owner` (it is the main domain of
+   * another customer's subscription), `subscriptions.missing` (the subscription does not exist).
    */
-  revision(): number;
+  insert(record: NewRecord<SiteRecord>): Promise<SiteRecord>;
+  remove(id: number): Promise<SiteRecord | undefined>;
 }
 
-export interface UsersRepository extends Repository<UserRecord> {
-  byEmail(email: string): Promise<UserRecord | undefined>;
-  /** Removes the user with their API keys, webhooks, reset tokens, subscriptions and their sites in one durable write. */
-  removeCascade(id: number): Promise<UserRecord | undefined>;
-}
-
-export interface SubscriptionsRepository extends Repository<SubscriptionRecord> {
+export interface WebhooksRepository {
+  get(id: number): Promise<WebhookRecord | undefined>;
+  /** Every endpoint, by id. */
+  list(): Promise<WebhookRecord[]>;
+  /** A user's endpoints, by id. */
+  listByUser(userId: number): Promise<WebhookRecord[]>;
   /**
-   * Inserts a subscription. When it is the default, the customer's other subscriptions lose
-   * the mark in the same durable write, so a customer never has two defaults (nor, after a
-   * failed write, none).
+   * The endpoints that receive `event` owned by `ownerId`: active, subscribed to it (by name or
+   * `*`), and the owner's or an admin's. `ownerId` null: admins' endpoints only. By id.
    */
-  create(record: NewRecord<SubscriptionRecord>): Promise<SubscriptionRecord>;
+  subscribedTo(event: string, ownerId: number | null): Promise<WebhookRecord[]>;
+  count(): Promise<number>;
+  insert(record: NewRecord<WebhookRecord>): Promise<WebhookRecord>;
+  update(id: number, patch: Partial<NewRecord<WebhookRecord>>): Promise<WebhookRecord | undefined>;
+  /** Removes the endpoint with its pending deliveries and its delivery log. */
+  remove(id: number): Promise<WebhookRecord | undefined>;
 }
 
-export interface ApiKeysRepository extends Repository<ApiKeyRecord> {
-  /** O(1) lookup by the SHA-256 hash of the presented key. */
-  byHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+export interface ResetTokensRepository {
+  byHash(tokenHash: string): Promise<ResetTokenRecord | undefined>;
+  insert(record: NewRecord<ResetTokenRecord>): Promise<ResetTokenRecord>;
+  /** Marks the token used; false when it was already used (a token is spent once, even under races). */
+  markUsed(id: number, at: string): Promise<boolean>;
+  /** Removes a user's tokens, and everyone's that expired before `now` (epoch ms). */
+  removeForUser(userId: number, now: number): Promise<void>;
+}
+
+/** Revoked JWTs (logout), by `jti`, kept until the token would have expired anyway. */
+export interface RevokedTokensRepository {
+  revoke(jti: string, expiresAt: number): Promise<void>;
+  isRevoked(jti: string): Promise<boolean>;
+  /** Drops revocations of tokens that have expired by `now` (epoch ms). */
+  prune(now: number): Promise<void>;
+}
+
+export interface HitOptions {
   /**
-   * Records a use at `atMs` (epoch ms) without a store write per request; uses are flushed in
-   * batches. `last_used_at` is kept to the second: a key used many times within one second is
-   * recorded once.
+   * false: the hit may be written lazily (request-rate windows, counted on every request, are
+   * not worth a durable write each; a crash forgets at most a second of them). Default true
+   * (lockout counters). Backends whose every write is cheap may ignore it.
    */
-  touch(id: number, atMs: number): void;
+  durable?: boolean;
 }
 
+/** Counters of the request limits and the login lockout, shared by every daemon of a store. */
 export interface LimiterRepository {
+  /**
+   * Atomically counts one hit of `key` in a fixed window of `windowMs` and answers the new state.
+   * A window that has ended (or a lock that has ended) starts a new one with count 1.
+   */
+  hit(key: string, windowMs: number, now: number, options?: HitOptions): Promise<LimiterRecord>;
+  /** Takes back one hit (an attempt that turned out not to count, such as a good login). */
+  release(key: string): Promise<void>;
+  /** Locks `key` until `until` (epoch ms); keeps a later lock. */
+  lock(key: string, until: number): Promise<LimiterRecord>;
   get(key: string): Promise<LimiterRecord | undefined>;
-  /** Stores the counter; `durable` false lets high-rate request windows be flushed in batches. */
-  put(record: LimiterRecord, durable?: boolean): Promise<void>;
-  delete(key: string): Promise<void>;
-  /** Drops records whose window and lock both ended before `now`. */
+  /** Drops records whose window (`windowMs` long) and lock both ended before `now`. */
   prune(now: number, windowMs: number): Promise<void>;
 }
 
 export interface SettingsRepository {
   get(): Promise<Settings>;
-  /**
-   * The settings as last read or written, without waiting: every request consults them (the
-   * request limits), so backends keep them in memory and refresh them on update.
-   */
-  current(): Readonly<Settings>;
   update(patch: SettingsPatch): Promise<Settings>;
 }
 
+/** The outcome of one attempt, recorded by the claimer that holds the delivery's lease. */
+export interface DeliveryOutcome {
+  id: string;
+  state: DeliveryRecord['state'];
+  attempts: number;
+  next_attempt_at: number;
+}
+
+export interface ClaimOptions {
+  /** Who claims (a daemon's id); outcomes are accepted from the lease holder only. */
+  owner: string;
+  now: number;
+  leaseMs: number;
+  /** At most this many deliveries. */
+  limit: number;
+  /** At most this many deliveries of one endpoint in this claim. */
+  perEndpoint: number;
+  /** Endpoints to skip (the claimer has enough of theirs in flight). */
+  skipEndpoints?: readonly number[];
+  /** Endpoint owners to skip (their share of the claimer's slots is used up). */
+  skipOwners?: readonly number[];
+  /** Only these deliveries (a manual send the claimer wants to make at once); the skips do not apply. */
+  ids?: readonly string[];
+}
+
 /**
- * The outbox: events with their deliveries, persisted before any attempt is made.
- * Kept apart from the main store so that recording progress does not rewrite unrelated data.
+ * The outbox: events with their deliveries, persisted before any attempt is made. Several
+ * dispatchers may share it: a delivery is claimed under a lease, and a claimer that dies loses
+ * its leases when they end, so another claims the deliveries again.
  */
 export interface OutboxRepository {
-  /** Persists an event with its deliveries in one durable write. */
+  /** Persists an event with its deliveries (in the caller's transaction, if any). */
   enqueue(event: EventRecord, deliveries: DeliveryRecord[]): Promise<void>;
-  /** Records the outcome of an attempt (state, attempts, next attempt time). */
-  updateDelivery(delivery: DeliveryRecord): Promise<void>;
-  /** Deliveries still pending, e.g. after a restart. */
-  pending(): Promise<DeliveryRecord[]>;
-  /** Endpoints that have pending deliveries not yet claimed (the dispatcher's work at start). */
-  pendingEndpoints(): Promise<number[]>;
   /**
-   * Takes an endpoint's next due delivery for an attempt: the oldest due retry, else the oldest
-   * new delivery. A claimed delivery is not offered again until updateDelivery records its
-   * outcome (a claim is not persisted: after a restart every pending delivery is offered again).
-   * When nothing is due, tells when the next one will be (null: nothing pending).
+   * Due pending deliveries (`next_attempt_at <= now`) that nobody holds a live lease on, oldest
+   * due first and spread over endpoints (at most `perEndpoint` each), leased to `owner` until
+   * `now + leaseMs`. Two claimers never receive the same delivery while its lease lives.
    */
-  claim(endpointId: number, now: number): Promise<OutboxClaim>;
+  claim(options: ClaimOptions): Promise<DeliveryRecord[]>;
+  /**
+   * Records outcomes of attempts made under `owner`'s leases and releases them. An outcome whose
+   * lease is no longer `owner`'s (it ended and another claimer took the delivery) is ignored.
+   * Answers the ids that were recorded.
+   */
+  settle(owner: string, outcomes: DeliveryOutcome[]): Promise<string[]>;
+  /** Releases `owner`'s leases without recording anything (a dispatcher that stops). */
+  release(owner: string, ids: readonly string[]): Promise<void>;
+  /** When the next pending delivery falls due (epoch ms), whatever its lease; null: none pending. */
+  nextDueAt(): Promise<number | null>;
+  pendingCount(): Promise<number>;
+  get(id: string): Promise<DeliveryRecord | undefined>;
 }
 
-export type OutboxClaim = { delivery: DeliveryRecord } | { delivery: null; next_due_at: number | null };
+export interface DeliveryLogQuery {
+  /** At most this many (and never more than the retention), newest first. */
+  limit?: number;
+  failed?: boolean;
+  event?: string;
+  /** Entries created at or after this time (epoch ms). */
+  since?: number;
+}
 
-/** Per-endpoint delivery logs: the last 100 attempts, newest first. */
+/** Delivery logs: the last 100 attempts of each endpoint, newest first. */
 export interface DeliveryLogRepository {
-  append(entry: Omit<DeliveryLogEntry, 'id'>): Promise<DeliveryLogEntry>;
-  list(endpointId: number, limit?: number): Promise<DeliveryLogEntry[]>;
+  /** Assigns each entry its id: increasing integers, short enough to type. */
+  append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
+  list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;
   get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined>;
-  removeEndpoint(endpointId: number): Promise<void>;
+  /** Entries newer than `entryId` of every endpoint, oldest first, at most `limit` (a reconnecting stream). */
+  since(entryId: number, limit: number): Promise<DeliveryLogEntry[]>;
 }
 
-export interface Store {
+/** What changed, published after the change is durable (and, in a transaction, committed). */
+export type Change =
+  | { kind: 'record'; collection: 'users' | 'api_keys' | 'subscriptions' | 'sites' | 'webhooks' | 'settings'; id: number | null }
+  /** Deliveries were queued or fell due: dispatchers look for work. */
+  | { kind: 'outbox' }
+  /** A delivery attempt was logged (by any daemon of the store). */
+  | { kind: 'log'; entry: DeliveryLogEntry };
+
+export interface ChangeFeed {
+  /**
+   * True when every change is published in this process before the write that made it
+   * resolves (the embedded store). Caches keyed on the feed are safe only then: with a shared
+   * database, other daemons' changes arrive a moment later.
+   */
+  readonly synchronous: boolean;
+  subscribe(listener: (change: Change) => void): () => void;
+}
+
+/** The repositories, as used inside a transaction or on their own. */
+export interface Repositories {
   readonly users: UsersRepository;
   readonly apiKeys: ApiKeysRepository;
   readonly subscriptions: SubscriptionsRepository;
-  readonly sites: Repository<SiteRecord>;
-  readonly webhooks: Repository<WebhookRecord>;
-  readonly resetTokens: Repository<ResetTokenRecord>;
+  readonly sites: SitesRepository;
+  readonly webhooks: WebhooksRepository;
+  readonly resetTokens: ResetTokensRepository;
+  readonly revokedTokens: RevokedTokensRepository;
   readonly limiter: LimiterRepository;
   readonly settings: SettingsRepository;
   readonly outbox: OutboxRepository;
   readonly deliveryLog: DeliveryLogRepository;
-  /** Writes anything still buffered (coalesced uses, limiter windows) and waits for it. */
+}
+
+export interface StoreInfo {
+  kind: 'json' | 'postgres';
+  /** Where the data is, without credentials: a file path or `host:port/database`. */
+  location: string;
+}
+
+export interface Store extends Repositories {
+  readonly info: StoreInfo;
+  readonly changes: ChangeFeed;
+  /**
+   * Runs `fn` in a transaction: everything it does through `tx` commits together, durably,
+   * when it resolves, or not at all when it throws (the error is rethrown). Use only `tx`
+   * inside: the store's own repositories run outside the transaction.
+   * @example
+   * const site = await store.transaction(async (tx) => {
+   *   const site = await tx.sites.insert({ subscription_id: 1, domain: 'a.example', created_at });
+   *   await tx.outbox.enqueue(event, deliveries);
+   *   return site;
+   * });
+   */
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * A secret every daemon of the store shares (the JWT signing key), made with `make` on first
+   * use. Null when the backend keeps none: the JSON store's daemon reads `jwt-secret` in its
+   * data directory instead.
+   */
+  sharedSecret(name: string, make: () => string): Promise<string | null>;
+  /** Writes anything held back (key uses, request windows) and waits for it. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Raised when the store cannot be read; the daemon stops with its message. */
-export class StoreCorruptError extends Error {
-  constructor(readonly file: string, reason: string) {
-    super(`store file ${file} cannot be read: ${reason}. It was left untouched; restore it from a backup or move it away.`);
-    this.name = 'StoreCorruptError';
+/** Base of the store's errors: backend-neutral, no file paths or SQL in the message. */
+export class StoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreError';
   }
 }
 
-/** Raised when a change could not be made durable; the change is rolled back in memory. */
-export class StoreWriteError extends Error {
-  constructor(readonly file: string, cause: unknown) {
-    super(`could not write ${file}: ${(cause as Error)?.message ?? String(cause)}`);
-    this.name = 'StoreWriteError';
+/**
+ * A write broke one of the store's rules (a unique key, a reference). `constraint` names it:
+ * `users.email`, `sites.domain`, `subscriptions.main_domain`, `domains.owner`,
+ * `subscriptions.missing`, `users.customer`.
+ */
+export class StoreConflictError extends StoreError {
+  constructor(
+    readonly constraint: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StoreConflictError';
+  }
+}
+
+/** The store could not be reached or could not make a change durable; nothing was changed. */
+export class StoreUnavailableError extends StoreError {
+  constructor(message = 'the store is unavailable', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** Raised at open when the store cannot be read; the daemon stops with its message. */
+export class StoreCorruptError extends StoreError {
+  constructor(
+    readonly where: string,
+    reason: string,
+  ) {
+    super(`store ${where} cannot be read: ${reason}. It was left untouched; restore it from a backup or move it away.`);
+    this.name = 'StoreCorruptError';
   }
 }

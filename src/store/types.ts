@@ -17,6 +17,11 @@ export interface UserRecord {
   totp_last_step: number | null;
   /** When the password was last changed; JWTs issued before it are refused. Absent on older records. */
   password_changed_at?: string | null;
+  /**
+   * Raised on every password change or reset: JWTs carry the generation they were issued
+   * under (`gen`) and one from an older generation is refused. Absent on older records (0).
+   */
+  token_generation?: number;
   created_at: string;
   updated_at: string;
 }
@@ -95,6 +100,8 @@ export interface EventRecord {
 export interface DeliveryRecord {
   id: string;
   endpoint_id: number;
+  /** The endpoint's owner, so a dispatcher can share its slots fairly between customers. */
+  owner_id: number | null;
   event: string;
   /** Exact JSON bytes that are signed and sent, so a retry sends the same body. */
   body: string;

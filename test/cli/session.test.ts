@@ -1,7 +1,7 @@
 // Logging in and out with the built CLI against a real daemon: --password-stdin, wrong
 // password (exit 4), the config file (mode 0600), tokens from flags and the environment,
 // two-factor login (--totp, and the prompt on a terminal), and API keys.
-import { stat, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCertificate } from '../../src/daemon/tls.js';
@@ -123,8 +123,13 @@ describe('panelctl login, logout, whoami, keys', () => {
   });
 
   it('logs out (exit 0 also when already logged out), then commands ask for a login', async () => {
-    expect(await cli.json(['logout'])).toEqual({ logged_out: true, url: daemon.url });
-    expect(await cli.json(['logout'])).toEqual({ logged_out: false, url: null });
+    const { token } = JSON.parse(await readFile(join(cli.configDir, 'config.json'), 'utf8')).login;
+    expect((await daemon.request('GET', '/auth/me', { token })).status).toBe(200);
+    expect(await cli.json(['logout'])).toEqual({ logged_out: true, revoked: true, url: daemon.url });
+    // The daemon was told: the old token is refused, not just forgotten.
+    const revoked = await daemon.request('GET', '/auth/me', { token });
+    expect([revoked.status, revoked.body.message]).toEqual([401, expect.stringContaining('logged out')]);
+    expect(await cli.json(['logout'])).toEqual({ logged_out: false, revoked: false, url: null });
     const result = await cli.run(['whoami']);
     expect(result.code).toBe(4);
     expect(result.stderr).toContain('run panelctl login');

@@ -310,7 +310,8 @@ describe.concurrent('webhook delivery', () => {
     expect(second.body).toBe(first.body);
     expect(second.headers['x-webhook-delivery']).toBe(again.body.data.delivery_id);
 
-    const missing = await world.daemon.request('POST', `/webhooks/${id}/deliveries/123/redeliver`, { token });
+    // Log entry ids are the store's, increasing over every endpoint: one far past the last is unknown.
+    const missing = await world.daemon.request('POST', `/webhooks/${id}/deliveries/${again.body.data.id + 1_000_000}/redeliver`, { token });
     expect(missing.status).toBe(404);
     const other = await customer(world);
     const forbidden = await world.daemon.request('POST', `/webhooks/${id}/deliveries/${original.id}/redeliver`, { token: other.token });

@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp, type RouteSummary } from '../../src/daemon/app.js';
 import { layout } from '../../src/shared/paths.js';
-import { JsonStore } from '../../src/store/json/json-store.js';
+import { openStore } from '../../src/store/factory.js';
 
 export async function listRoutes(): Promise<RouteSummary[]> {
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-routes-'));
-  const store = await JsonStore.open(layout(dir), { create: true });
+  const store = await openStore({ dataDir: dir, create: true });
   const app = await buildApp({ store, paths: layout(dir), jwtSecret: new TextEncoder().encode('x'.repeat(32)) });
   try {
     await app.ready();

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/daemon/app.js';
 import { hashPassword } from '../../src/daemon/auth/password.js';
 import { layout } from '../../src/shared/paths.js';
-import { JsonStore } from '../../src/store/json/json-store.js';
+import { openStore } from '../../src/store/factory.js';
+import type { Store } from '../../src/store/store.js';
 import { eventually, totpAt } from './helpers.js';
 
 const START = Date.parse('2030-03-01T10:00:00Z');
@@ -17,7 +18,7 @@ const PASSWORD = 'clock-password-1';
 
 describe('time-dependent rules with a controlled clock', () => {
   let dir: string;
-  let store: JsonStore;
+  let store: Store;
   let app: FastifyInstance;
   let now = START;
 
@@ -36,7 +37,7 @@ describe('time-dependent rules with a controlled clock', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'panelctl-clock-'));
     const paths = layout(dir);
-    store = await JsonStore.open(paths, { create: true });
+    store = await openStore({ dataDir: dir, create: true });
     const iso = new Date(START).toISOString();
     for (const [email, role] of [['admin@clock.test', 'admin'], ['user@clock.test', 'customer']] as const) {
       await store.users.insert({
@@ -62,7 +63,7 @@ describe('time-dependent rules with a controlled clock', () => {
   });
 
   it('expires a JWT at its exp, by the daemon clock', async () => {
-    await store.settings.update({ rate_limit_mode: 'requests', jwt_ttl_seconds: 600 });
+    await app.settings.update({ rate_limit_mode: 'requests', jwt_ttl_seconds: 600 });
     const token = (await login('user@clock.test')).body.data.token;
     now += 599_000;
     expect((await call('GET', '/auth/me', { token })).status).toBe(200);
@@ -84,7 +85,7 @@ describe('time-dependent rules with a controlled clock', () => {
   });
 
   it('starts a new request window after a minute, with X-RateLimit-Reset at the window end', async () => {
-    await store.settings.update({ rate_limit_mode: 'requests', rate_limit_login_per_minute: 2 });
+    await app.settings.update({ rate_limit_mode: 'requests', rate_limit_login_per_minute: 2 });
     now = Math.ceil(now / 60_000) * 60_000 + 500; // not on a second boundary
     const windowStart = now;
     const first = await login('user@clock.test');
@@ -100,11 +101,11 @@ describe('time-dependent rules with a controlled clock', () => {
     const next = await login('user@clock.test');
     expect(next.status).toBe(200);
     expect(next.headers['x-ratelimit-remaining']).toBe('1');
-    await store.settings.update({ rate_limit_login_per_minute: 10 });
+    await app.settings.update({ rate_limit_login_per_minute: 10 });
   });
 
   it('locks for login_lockout_minutes, counts failures only within that period, and unlocks after it', async () => {
-    await store.settings.update({ rate_limit_mode: 'lockout', login_max_attempts: 3, login_lockout_minutes: 15 });
+    await app.settings.update({ rate_limit_mode: 'lockout', login_max_attempts: 3, login_lockout_minutes: 15 });
     // Two failures, then a pause longer than the period: the count starts again.
     for (let i = 0; i < 2; i++) expect((await login('user@clock.test', 'wrong')).status).toBe(401);
     now += 15 * 60_000;
@@ -131,7 +132,7 @@ describe('time-dependent rules with a controlled clock', () => {
   });
 
   it('accepts a TOTP code one step either side of the daemon time, not two', async () => {
-    await store.settings.update({ rate_limit_mode: 'requests' });
+    await app.settings.update({ rate_limit_mode: 'requests' });
     const jwt = (await login('admin@clock.test')).body.data.token;
     const { secret } = (await call('POST', '/auth/2fa/setup', { token: jwt })).body.data;
     now = Math.floor(now / 30_000) * 30_000 + 10_000; // 10 s into step s
@@ -147,7 +148,7 @@ describe('time-dependent rules with a controlled clock', () => {
   });
 
   it('honours a reset token until it is an hour old, not after', async () => {
-    await store.settings.update({ rate_limit_mode: 'requests' });
+    await app.settings.update({ rate_limit_mode: 'requests' });
     const mailDir = layout(dir).mailDir;
     const tokenOfMail = async (n: number) => {
       const name = await eventually(async () => (await readdir(mailDir).catch(() => [] as string[])).filter((f) => f.endsWith('.eml')).sort()[n - 1], `mail ${n}`);

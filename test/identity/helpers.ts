@@ -101,26 +101,6 @@ export async function filesContaining(dir: string, needle: string): Promise<stri
   return hits;
 }
 
-/** The `iat` (seconds) of a JWT, read without verifying it. */
-export function jwtIssuedAt(jwt: string): number {
-  return JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString('utf8')).iat as number;
-}
-
-/** Resolves once the wall clock (the daemon's too) is past the end of second `seconds`. */
-export async function untilSecondAfter(seconds: number): Promise<void> {
-  while (Date.now() < (seconds + 1) * 1000) await sleep((seconds + 1) * 1000 - Date.now() + 5);
-}
-
-/** A record of the daemon's store file (store.json), e.g. a request window that must be on disk. */
-export async function storedLimiterRecord(daemon: TestDaemon, key: string | ((key: string) => boolean)): Promise<{ key: string; count: number; window_start: number; locked_until: number } | undefined> {
-  try {
-    const data = JSON.parse(await readFile(join(daemon.dataDir, 'store.json'), 'utf8')) as { limiter: Array<{ key: string; count: number; window_start: number; locked_until: number }> };
-    return data.limiter.find((r) => (typeof key === 'string' ? r.key === key : key(r.key)));
-  } catch {
-    return undefined; // being replaced (temp file + rename) or not yet written
-  }
-}
-
 /** Polls until `probe` returns a value (not undefined), or fails after `timeoutMs` (generous: a busy machine is slow, not wrong). */
 export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -26,7 +26,7 @@ describe('login, JWTs and users', () => {
   const signed = (claims: Record<string, unknown>, alg = 'HS256', key = secret) =>
     new SignJWT(claims).setProtectedHeader({ alg, typ: 'JWT' }).sign(key);
 
-  it('logs in with email and password: an HS256 JWT with sub, role, iat, exp, jti, and the user', async () => {
+  it('logs in with email and password: an HS256 JWT with sub, role, iat, exp, jti, gen, and the user', async () => {
     const result = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
     expect(result.status).toBe(200);
     expect(result.body).toEqual({
@@ -37,7 +37,7 @@ describe('login, JWTs and users', () => {
     const token = result.body.data.token;
     expect(decodeProtectedHeader(token).alg).toBe('HS256');
     const claims = decodeJwt(token);
-    expect(claims).toEqual({ sub: '1', role: 'admin', iat: expect.any(Number), exp: expect.any(Number), jti: expect.any(String) });
+    expect(claims).toEqual({ sub: '1', role: 'admin', iat: expect.any(Number), exp: expect.any(Number), jti: expect.any(String), gen: 0 });
     expect(claims.exp! - claims.iat!).toBe(86_400);
     expect(Math.abs(claims.iat! - Date.now() / 1000)).toBeLessThan(10);
   });
@@ -183,5 +183,27 @@ describe('login, JWTs and users', () => {
     expect(after.status).toBe(401);
     expect(after.body.message).toContain('no longer exists');
     expect((await daemon.request('DELETE', `/admin/users/${created.body.data.id}`, { token: admin })).status).toBe(404);
+  });
+
+  it('logs out: POST /auth/logout revokes the presented JWT only; an API key cannot log out', async () => {
+    const session = await daemon.login();
+    const other = await daemon.login();
+    expect((await daemon.request('GET', '/auth/me', { token: session })).status).toBe(200);
+    const out = await daemon.request('POST', '/auth/logout', { token: session });
+    expect([out.status, out.body.data, out.body.error]).toEqual([200, null, null]);
+    for (const path of ['/auth/me', '/webhooks']) {
+      const refused = await daemon.request('GET', path, { token: session });
+      expect([path, refused.status, refused.body.error]).toEqual([path, 401, 'not authenticated']);
+      expect(refused.body.message).toContain('logged out');
+    }
+    // Logging out again with the revoked token is refused like any other request.
+    expect((await daemon.request('POST', '/auth/logout', { token: session })).status).toBe(401);
+    // Another session of the same user goes on.
+    expect((await daemon.request('GET', '/auth/me', { token: other })).status).toBe(200);
+
+    const key = (await daemon.request('POST', '/auth/api-keys', { token: other, body: { name: 'no-logout' } })).body.data.key;
+    const withKey = await daemon.request('POST', '/auth/logout', { token: key });
+    expect([withKey.status, withKey.body.error]).toEqual([403, 'jwt required']);
+    expect((await daemon.request('GET', '/auth/me', { token: key })).status).toBe(200);
   });
 });

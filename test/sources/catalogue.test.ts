@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_CATALOGUE, type EventType } from '../../src/shared/events.js';
 import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
-import { createCustomer, eventsDuring, RELAXED_LIMITS, type Customer } from './helpers.js';
+import { attachProbe, createCustomer, eventsDuring, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 /** Section 6.1 of the description, written out independently of the code under test. */
 const SECTION_6_1: Record<string, Record<string, 'integer' | 'string'>> = {
@@ -37,6 +37,7 @@ describe('event catalogue', () => {
 
   beforeAll(async () => {
     ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
+    await attachProbe(daemon, admin);
     customer = await createCustomer(daemon, admin, 'catalogue@example.com');
   });
   afterAll(async () => {
@@ -78,10 +79,9 @@ describe('event catalogue', () => {
 
       const { result: res, events } = await eventsDuring(daemon, () => publish(type.name, valid));
       expect([type.name, res.status]).toEqual([type.name, 200]);
-      expect(res.body.data).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), deliveries: 0 });
-      expect(events).toEqual([
-        { id: res.body.data.event_id, event: type.name, owner_id: customer.id, data: valid, timestamp: expect.any(String) },
-      ]);
+      // Two endpoints receive it: the admin's probe and the owner's.
+      expect(res.body.data).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), deliveries: 2 });
+      expect(events).toEqual([{ id: expect.any(String), event: type.name, owner_id: customer.id, data: valid, timestamp: expect.any(String) }]);
     }
 
     for (const unknown of ['site.updated', 'SITE.CREATED', 'site.created ', '*']) {

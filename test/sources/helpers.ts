@@ -1,6 +1,10 @@
 // Helpers for the sources tests: customers with their own logins, and the events the daemon
-// wrote to its outbox journal (outbox.jsonl in the data directory), read from the real file.
-import { readFile } from 'node:fs/promises';
+// queued, read from the JSON store's write-ahead journal (journal-<gen>.jsonl in the data
+// directory) as soon as an answer arrives. The store keeps an event only as its deliveries, so
+// probe endpoints (the admin's and one per customer, subscribed to everything, at an address
+// that never resolves) make every event leave a trace: its owner is the customer whose probe
+// got a delivery, or null when only the admin's did.
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
@@ -27,6 +31,22 @@ export async function relaxLimits(daemon: TestDaemon, adminToken: string): Promi
   expect(res.status, res.text).toBe(200);
 }
 
+/** Daemons with probe endpoints, and the admin's user id there. */
+const probed = new WeakMap<TestDaemon, number>();
+const PROBE_URL = 'https://probe.invalid/events';
+
+async function addProbe(daemon: TestDaemon, token: string, who: string): Promise<void> {
+  const res = await daemon.request('POST', '/webhooks', { token, body: { url: `${PROBE_URL}/${who}`, events: '*', secret: 'probe-secret' } });
+  expect(res.status, res.text).toBe(201);
+}
+
+/** Gives the admin a probe endpoint; customers created afterwards get theirs. */
+export async function attachProbe(daemon: TestDaemon, adminToken: string): Promise<void> {
+  const me = await daemon.request('GET', '/auth/me', { token: adminToken });
+  probed.set(daemon, me.body.data.id);
+  await addProbe(daemon, adminToken, 'admin');
+}
+
 export async function createCustomer(daemon: TestDaemon, adminToken: string, email: string): Promise<Customer> {
   const password = 'customer-password-1';
   const res = await daemon.request('POST', '/admin/users', {
@@ -34,7 +54,9 @@ export async function createCustomer(daemon: TestDaemon, adminToken: string, ema
     body: { email, name: email.split('@')[0], password, role: 'customer' },
   });
   expect(res.status, res.text).toBe(201);
-  return { id: res.body.data.id, email, token: await daemon.login(email, password) };
+  const customer = { id: res.body.data.id, email, token: await daemon.login(email, password) };
+  if (probed.has(daemon)) await addProbe(daemon, customer.token, String(customer.id));
+  return customer;
 }
 
 export async function createSubscription(
@@ -53,20 +75,41 @@ export async function createSite(daemon: TestDaemon, token: string, body: { doma
   return res.body.data as { id: number; subscription_id: number; domain: string; created_at: string };
 }
 
-/** Every event line of the outbox journal, oldest first. */
+interface JournalOp {
+  t: string;
+  body?: string;
+  d?: Array<{ id: string; owner_id: number | null; manual?: boolean }>;
+}
+
+/** Every event queued (with deliveries to the probes), oldest first, as the store's journal holds it. */
 export async function outboxEvents(daemon: TestDaemon): Promise<OutboxEvent[]> {
-  let text = '';
-  try {
-    text = await readFile(join(daemon.dataDir, 'outbox.jsonl'), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  const adminId = probed.get(daemon);
+  if (adminId === undefined) throw new Error('outboxEvents needs attachProbe(daemon, admin) before the customers are created');
+  const journals = (await readdir(daemon.dataDir))
+    .map((name) => /^journal-(\d+)\.jsonl$/.exec(name))
+    .filter((match): match is RegExpExecArray => match !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]))
+    .map((match) => match[0]);
+  const events: OutboxEvent[] = [];
+  for (const name of journals) {
+    const text = await readFile(join(daemon.dataDir, name), 'utf8');
+    for (const line of text.split('\n')) {
+      if (line.trim() === '') continue;
+      let parsed: { o?: JournalOp[] };
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        continue; // a line still being written
+      }
+      for (const op of parsed.o ?? []) {
+        if (op.t !== 'enqueue' || !op.body || !op.d?.length || op.d[0].manual) continue;
+        const payload = JSON.parse(op.body) as { event: string; timestamp: string; data: Record<string, unknown> };
+        const owner = op.d.map((d) => d.owner_id).find((id) => id !== adminId) ?? null;
+        events.push({ id: op.d[0].id, event: payload.event, owner_id: owner, data: payload.data, timestamp: payload.timestamp });
+      }
+    }
   }
-  return text
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as { t: string; event?: OutboxEvent })
-    .filter((line) => line.t === 'e')
-    .map((line) => line.event!);
+  return events;
 }
 
 /**

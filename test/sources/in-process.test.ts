@@ -8,13 +8,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/daemon/app.js';
 import { generateApiKey } from '../../src/daemon/auth/api-keys.js';
 import { layout } from '../../src/shared/paths.js';
-import { JsonStore } from '../../src/store/json/json-store.js';
-import { StoreWriteError } from '../../src/store/store.js';
+import { openStore } from '../../src/store/factory.js';
+import { StoreUnavailableError, type Repositories, type Store } from '../../src/store/store.js';
 import type { Role } from '../../src/store/types.js';
 
 describe('sources in-process', () => {
   let dir: string;
-  let store: JsonStore;
+  let store: Store;
   let app: FastifyInstance;
   let admin: string;
   let customer: { id: number; token: string };
@@ -29,17 +29,30 @@ describe('sources in-process', () => {
   }
   const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: object) =>
     app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, payload }).then((r) => ({ status: r.statusCode, body: r.json() }));
+  /** Every event queued through a transaction fails as on a full disk; the transaction rolls back. */
   const failOutbox = () => {
-    const original = store.outbox.enqueue.bind(store.outbox);
-    store.outbox.enqueue = async () => {
-      throw new StoreWriteError(join(dir, 'outbox.jsonl'), new Error('ENOSPC: no space left on device'));
-    };
-    return () => void (store.outbox.enqueue = original);
+    const original = store.transaction.bind(store);
+    const failing = (tx: Repositories): Repositories =>
+      new Proxy(tx, {
+        get(target, name) {
+          const value = Reflect.get(target, name);
+          if (name !== 'outbox') return value;
+          return new Proxy(value, {
+            get(outbox, method) {
+              if (method === 'enqueue') return async () => Promise.reject(new StoreUnavailableError('the store could not write'));
+              const member = Reflect.get(outbox, method);
+              return typeof member === 'function' ? member.bind(outbox) : member;
+            },
+          });
+        },
+      });
+    (store as { transaction: Store['transaction'] }).transaction = (fn) => original((tx) => fn(failing(tx)));
+    return () => void ((store as { transaction: Store['transaction'] }).transaction = original);
   };
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'panelctl-sources-'));
-    store = await JsonStore.open(layout(dir), { create: true });
+    store = await openStore({ dataDir: dir, create: true });
     app = await buildApp({ store, paths: layout(dir), jwtSecret: new TextEncoder().encode('s'.repeat(64)) });
     admin = (await addUser('admin@example.com', 'admin')).token;
     customer = await addUser('c@example.com', 'customer');
@@ -74,14 +87,16 @@ describe('sources in-process', () => {
     expect(list).toEqual([first]);
   });
 
-  it('says so when a deleted site\'s event cannot be queued', async () => {
+  it('keeps a site whose deletion event cannot be queued (503), so a retry deletes it and publishes', async () => {
     await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' });
     const site = (await call('POST', '/sites', customer.token, { domain: 'gone.example' })).body.data;
     const restore = failOutbox();
     const res = await call('DELETE', `/sites/${site.id}`, customer.token);
     restore();
-    expect(res.status).toBe(503);
-    expect(res.body.message).toMatch(/site \d+ deletion was saved, but its site\.deleted event could not be queued/);
+    expect([res.status, res.body.error]).toEqual([503, 'storage unavailable']);
+    expect((await call('GET', '/sites', customer.token)).body.data).toEqual([site]);
+    expect((await call('DELETE', `/sites/${site.id}`, customer.token)).status).toBe(200);
+    expect((await call('GET', '/sites', customer.token)).body.data).toEqual([]);
   });
 
   it('accepts an API key (Bearer or X-API-Key) for the customer routes', async () => {
@@ -123,19 +138,13 @@ describe('sources in-process', () => {
     expect([again.statusCode, again.headers['content-type'], again.json()]).toEqual([200, 'application/json; charset=utf-8', { data: [], error: null, message: '' }]);
   });
 
-  it('serialises uniqueness checks even when the store answers reads asynchronously', async () => {
+  it('keeps a domain unique under concurrent creations: one 201, the rest 409 with the usual message', async () => {
     const sub = (await call('POST', '/admin/subscriptions', admin, { customer_id: customer.id, main_domain: 'c.example' })).body.data;
-    // A backend whose reads take a trip through the event loop (as a database's would).
-    const find = store.sites.find.bind(store.sites);
-    store.sites.find = async (filter) => {
-      const answer = await find(filter);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return answer;
-    };
     const results = await Promise.all(
       Array.from({ length: 5 }, () => call('POST', '/sites', customer.token, { domain: 'race.example', subscription_id: sub.id })),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
-    expect((await store.sites.list((s) => s.domain === 'race.example')).length).toBe(1);
+    for (const r of results.filter((r) => r.status === 409)) expect(r.body.message).toBe('a site with domain race.example already exists');
+    expect((await store.sites.listBySubscription(sub.id)).filter((s) => s.domain === 'race.example')).toHaveLength(1);
   });
 });

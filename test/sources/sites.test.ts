@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
 import { startDaemon, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
-import { createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
+import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 const ids = (res: { body: any }) => res.body.data.map((s: { id: number }) => s.id);
 
@@ -22,6 +22,7 @@ describe('sites and the subscription context', () => {
 
   beforeAll(async () => {
     ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
+    await attachProbe(daemon, admin);
     alice = await createCustomer(daemon, admin, 'alice@example.com');
     bob = await createCustomer(daemon, admin, 'bob@example.com');
     loner = await createCustomer(daemon, admin, 'loner@example.com');
@@ -215,7 +216,8 @@ describe('default subscription without a mark', () => {
       await createSite(daemon, cust.token, { domain: 'new-site.example', subscription_id: newer.id });
 
       // A store written without the mark (an older version, or edited by hand while stopped).
-      await daemon.kill();
+      // Stopped cleanly, the store has folded its journal into store.json.
+      expect(await daemon.stop()).toBe(0);
       const file = join(daemon.dataDir, 'store.json');
       const store = JSON.parse(await readFile(file, 'utf8'));
       for (const s of store.subscriptions) s.is_default = false;

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
 import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
-import { createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
+import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -15,6 +15,7 @@ describe('subscriptions', () => {
 
   beforeAll(async () => {
     ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
+    await attachProbe(daemon, admin);
     alice = await createCustomer(daemon, admin, 'alice@example.com');
     bob = await createCustomer(daemon, admin, 'bob@example.com');
   });

@@ -1,139 +1,280 @@
-// The JSON store on real files: durable coalesced writes, rollback on failed writes, migrations.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+// What only the embedded JSON store has: its files. Replay after a crash, a torn journal tail,
+// short writes, ENOSPC and fsync failures on the real write path (injected through its file
+// layer), snapshots, group commit, and stores written before the journal.
+import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { layout } from '../../src/shared/paths.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { layout, type DataLayout } from '../../src/shared/paths.js';
+import { realFileOps, type FileOps } from '../../src/store/json/file-ops.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
-import { atomicWrite } from '../../src/store/json/durable-writer.js';
-import { migrate, SCHEMA_VERSION } from '../../src/store/migrations.js';
-import { StoreCorruptError, StoreWriteError } from '../../src/store/store.js';
+import { SCHEMA_VERSION, migrate } from '../../src/store/migrations.js';
+import { StoreCorruptError, StoreUnavailableError } from '../../src/store/store.js';
+import { delivery, eventRecord, userRecord } from './contract/suite.js';
 
 const dirs: string[] = [];
-async function tempLayout() {
-  const dir = await mkdtemp(join(tmpdir(), 'panelctl-store-'));
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempLayout(): Promise<DataLayout> {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-json-'));
   dirs.push(dir);
   return layout(dir);
 }
-afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-});
 
-const site = (i: number) => ({ subscription_id: 1, domain: `s${i}.example.com`, created_at: new Date().toISOString() });
+const T0 = '2026-01-01T00:00:00.000Z';
 
-describe('JsonStore', () => {
-  it('coalesces 100 parallel writes into a few rewrites, each acknowledged only when on disk', async () => {
-    const paths = await tempLayout();
-    let writes = 0;
-    const store = await JsonStore.open(paths, {
-      create: true,
-      writeFn: async (path, content, mode) => {
-        writes++;
-        await atomicWrite(path, content, mode);
-      },
-    });
-    writes = 0;
-    const inserted = await Promise.all(Array.from({ length: 100 }, (_, i) => store.sites.insert(site(i))));
-    expect(new Set(inserted.map((s) => s.id)).size).toBe(100);
-    expect(writes).toBeLessThanOrEqual(3);
-    const onDisk = JSON.parse(await readFile(paths.store, 'utf8'));
-    expect(onDisk.sites).toHaveLength(100);
-    await store.close();
-  });
+/** File operations whose writes can be told to fail: short, ENOSPC, or at fsync. */
+function faultyOps() {
+  const state = { mode: 'ok' as 'ok' | 'short-then-enospc' | 'enospc' | 'fsync', syncs: 0 };
+  const ops: Partial<FileOps> = {
+    async write(handle, data, position) {
+      if (state.mode === 'enospc') throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+      if (state.mode === 'short-then-enospc') {
+        // Half the bytes make it, then the disk is full: the classic torn line.
+        if (data.length > 1) return realFileOps.write(handle, data.subarray(0, Math.floor(data.length / 2)), position);
+        throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+      }
+      return realFileOps.write(handle, data, position);
+    },
+    async sync(handle) {
+      state.syncs++;
+      if (state.mode === 'fsync') throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO' });
+      return realFileOps.sync(handle);
+    },
+  };
+  return { state, ops };
+}
 
-  it('records API key uses to the second, and changes a collection\'s revision with each change', async () => {
-    const store = await JsonStore.open(await tempLayout(), { create: true });
-    const key = await store.apiKeys.insert({ user_id: 1, name: 'k', key_hash: 'h'.repeat(64), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
-    const t = Date.parse('2026-11-21T10:00:00.250Z');
-    store.apiKeys.touch(key.id, t);
-    expect((await store.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:00.000Z');
-    store.apiKeys.touch(key.id, t + 700); // same second: unchanged
-    expect((await store.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:00.000Z');
-    store.apiKeys.touch(key.id, t + 1_800);
-    expect((await store.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:02.000Z');
+async function journalText(paths: DataLayout): Promise<string> {
+  const names = (await readdir(paths.root)).filter((n) => n.startsWith('journal-')).sort();
+  let text = '';
+  for (const name of names) text += await readFile(join(paths.root, name), 'utf8');
+  return text;
+}
 
-    const seen = [store.sites.revision()];
-    const row = await store.sites.insert(site(1));
-    seen.push(store.sites.revision());
-    await store.sites.update(row.id, { domain: 's1b.example.com' });
-    seen.push(store.sites.revision());
-    await store.sites.remove(row.id);
-    seen.push(store.sites.revision());
-    expect(new Set(seen).size).toBe(4);
-    await store.close();
-  });
-
-  it('writes recorded key uses on their own only after usageFlushMs, and sooner with any other change', async () => {
-    const paths = await tempLayout();
-    let writes = 0;
-    const store = await JsonStore.open(paths, {
-      create: true,
-      lazyFlushMs: 30,
-      usageFlushMs: 400,
-      writeFn: async (path, content, mode) => {
-        writes++;
-        await atomicWrite(path, content, mode);
-      },
-    });
-    const key = await store.apiKeys.insert({ user_id: 1, name: 'k', key_hash: 'u'.repeat(64), key_prefix: 'ncp_u', last_used_at: null, expires_at: null, created_at: new Date().toISOString() });
-    const onDisk = async () => JSON.parse(await readFile(paths.store, 'utf8')).api_keys[0].last_used_at as string | null;
-    // The store's delays run on a fake clock, so a slow machine cannot move a write across a
-    // boundary; the file I/O stays real (flush() waits for a write in progress).
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
-    try {
-      writes = 0;
-      store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:00Z'));
-      await vi.advanceTimersByTimeAsync(399);
-      expect([writes, await onDisk()]).toEqual([0, null]);
-      await vi.advanceTimersByTimeAsync(1);
-      await store.flush();
-      expect([writes, await onDisk()]).toEqual([1, '2026-11-21T10:00:00.000Z']);
-
-      // A request window (lazyFlushMs) brings a pending key use along at its own, shorter delay.
-      store.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:05Z'));
-      await store.limiter.put({ key: 'rl:user:1', count: 1, window_start: Date.now(), locked_until: 0 }, false);
-      await vi.advanceTimersByTimeAsync(29);
-      expect(writes).toBe(1);
-      await vi.advanceTimersByTimeAsync(1);
-      await store.flush();
-      expect([writes, await onDisk()]).toEqual([2, '2026-11-21T10:00:05.000Z']);
-    } finally {
-      vi.useRealTimers();
-    }
-    await store.close();
-  });
-
-  it('rolls a change back when it cannot be written, and reports it', async () => {
-    const paths = await tempLayout();
-    let fail = false;
-    const store = await JsonStore.open(paths, {
-      create: true,
-      writeFn: async (path, content, mode) => {
-        if (fail) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
-        await atomicWrite(path, content, mode);
-      },
-    });
-    const kept = await store.sites.insert(site(1));
-    fail = true;
-    await expect(store.sites.insert(site(2))).rejects.toBeInstanceOf(StoreWriteError);
-    await expect(store.sites.update(kept.id, { domain: 'changed.example.com' })).rejects.toBeInstanceOf(StoreWriteError);
-    await expect(store.sites.remove(kept.id)).rejects.toBeInstanceOf(StoreWriteError);
-    expect((await store.sites.list()).map((s) => s.domain)).toEqual(['s1.example.com']);
-    fail = false;
-    await store.sites.insert(site(3));
-    expect((await store.sites.list()).map((s) => s.domain)).toEqual(['s1.example.com', 's3.example.com']);
-    await store.close();
-  });
-
-  it('refuses a corrupt file with a message naming it', async () => {
+describe('JSON store files', () => {
+  it('replays the journal after a crash (no close): every acknowledged write is there', async () => {
     const paths = await tempLayout();
     const store = await JsonStore.open(paths, { create: true });
-    await store.close();
-    const { writeFile } = await import('node:fs/promises');
-    await writeFile(paths.store, 'not json');
+    const user = await store.users.insert(userRecord('crash@example.test'));
+    const sub = await store.subscriptions.insert({ customer_id: user.id, main_domain: 'crash.example', is_default: true, status: 'active', created_at: T0, updated_at: T0 });
+    const sites = await Promise.all(Array.from({ length: 30 }, (_, i) => store.sites.insert({ subscription_id: sub.id, domain: `s${i}.crash.example`, created_at: T0 })));
+    await store.sites.remove(sites[0].id);
+    await store.settings.update({ login_max_attempts: 3 });
+    // No close: as after kill -9, only what reached the journal exists.
+    const reopened = await JsonStore.open(paths);
+    expect((await reopened.sites.listBySubscription(sub.id)).map((s) => s.id)).toEqual(sites.slice(1).map((s) => s.id));
+    expect((await reopened.settings.get()).login_max_attempts).toBe(3);
+    // Ids are not reused after a restart.
+    const next = await reopened.sites.insert({ subscription_id: sub.id, domain: 'next.crash.example', created_at: T0 });
+    expect(next.id).toBeGreaterThan(sites[29].id);
+    await reopened.close();
+  });
+
+  it('cuts off a torn last journal line with a warning and keeps everything before it', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    const user = await store.users.insert(userRecord('torn@example.test'));
+    const name = (await readdir(paths.root)).find((n) => n.startsWith('journal-'))!;
+    await appendFile(join(paths.root, name), '{"s":99,"o":[{"t":"users","k":5,"v":{"id":5,"em');
+    const warnings: string[] = [];
+    const reopened = await JsonStore.open(paths, { warn: (m) => warnings.push(m) });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/incomplete last line/);
+    expect((await reopened.users.list()).map((u) => u.id)).toEqual([user.id]);
+    // Writes go on after the cut, on a clean line.
+    await reopened.users.insert(userRecord('after@example.test'));
+    await reopened.close();
+    const again = await JsonStore.open(paths);
+    expect((await again.users.list()).map((u) => u.email)).toEqual(['torn@example.test', 'after@example.test']);
+    await again.close();
+  });
+
+  it('refuses a damaged snapshot and a bad line in the middle of a journal, naming the file, touching nothing', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    await store.users.insert(userRecord('a@example.test'));
+    await store.users.insert(userRecord('b@example.test'));
+    const name = (await readdir(paths.root)).find((n) => n.startsWith('journal-'))!;
+    const journal = join(paths.root, name);
+    const lines = (await readFile(journal, 'utf8')).split('\n');
+    await writeFile(journal, ['garbage', ...lines.slice(1)].join('\n'));
     await expect(JsonStore.open(paths)).rejects.toThrow(StoreCorruptError);
+    await expect(JsonStore.open(paths)).rejects.toThrow(journal);
+    await writeFile(paths.store, 'not json');
     await expect(JsonStore.open(paths)).rejects.toThrow(paths.store);
     expect(await readFile(paths.store, 'utf8')).toBe('not json');
+  });
+
+  for (const mode of ['short-then-enospc', 'enospc', 'fsync'] as const) {
+    it(`a ${mode} failure fails the write with StoreUnavailableError, keeps the previous state, and writes resume`, async () => {
+      const paths = await tempLayout();
+      const faults = faultyOps();
+      const store = await JsonStore.open(paths, { create: true, fileOps: faults.ops });
+      const user = await store.users.insert(userRecord('disk@example.test'));
+      const sub = await store.subscriptions.insert({ customer_id: user.id, main_domain: 'disk.example', is_default: true, status: 'active', created_at: T0, updated_at: T0 });
+      const kept = await store.sites.insert({ subscription_id: sub.id, domain: 'kept.disk.example', created_at: T0 });
+
+      faults.state.mode = mode;
+      const failed = await Promise.allSettled([
+        store.sites.insert({ subscription_id: sub.id, domain: 'lost1.disk.example', created_at: T0 }),
+        store.sites.remove(kept.id),
+        store.transaction(async (tx) => {
+          await tx.sites.insert({ subscription_id: sub.id, domain: 'lost2.disk.example', created_at: T0 });
+          await tx.outbox.enqueue(eventRecord(), [delivery(1, user.id, 0)]);
+        }),
+      ]);
+      for (const result of failed) {
+        expect(result.status).toBe('rejected');
+        expect((result as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+        // Backend-neutral: no file path in what an API client could be shown.
+        expect((result as PromiseRejectedResult).reason.message).not.toContain(paths.root);
+      }
+      expect((await store.sites.listBySubscription(sub.id)).map((s) => s.domain)).toEqual(['kept.disk.example']);
+      expect(await store.outbox.pendingCount()).toBe(0);
+
+      faults.state.mode = 'ok';
+      const resumed = await store.sites.insert({ subscription_id: sub.id, domain: 'lost1.disk.example', created_at: T0 });
+      // The journal holds only whole lines: the torn bytes were cut off before the next append.
+      for (const line of (await journalText(paths)).split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
+      const reopened = await JsonStore.open(paths);
+      expect((await reopened.sites.listBySubscription(sub.id)).map((s) => [s.id, s.domain])).toEqual([
+        [kept.id, 'kept.disk.example'],
+        [resumed.id, 'lost1.disk.example'],
+      ]);
+      await reopened.close();
+      await store.close();
+    });
+  }
+
+  it('a write committed behind a failing one, and built on it, fails and is rolled back with it', async () => {
+    const paths = await tempLayout();
+    let release!: (error?: Error) => void;
+    let blocked: Promise<void> | null = null;
+    let syncing!: () => void;
+    const started = new Promise<void>((resolve) => (syncing = resolve));
+    const store = await JsonStore.open(paths, {
+      create: true,
+      fileOps: {
+        async sync(handle) {
+          if (blocked) {
+            syncing();
+            await blocked;
+          }
+          return realFileOps.sync(handle);
+        },
+      },
+    });
+    const user = await store.users.insert(userRecord('dep@example.test'));
+    blocked = new Promise<void>((resolve, reject) => (release = (error) => (error ? reject(error) : resolve())));
+    const subscription = store.subscriptions.insert({ customer_id: user.id, main_domain: 'dep.example', is_default: true, status: 'active', created_at: T0, updated_at: T0 });
+    await started; // its batch is on its way to disk, the subscription already visible in memory
+    const [sub] = await store.subscriptions.listByCustomer(user.id);
+    const site = store.sites.insert({ subscription_id: sub.id, domain: 'dep-site.example', created_at: T0 });
+    const dependent = store.transaction(async (tx) => tx.sites.insert({ subscription_id: sub.id, domain: 'dep-site2.example', created_at: T0 }));
+    blocked = null;
+    release(Object.assign(new Error('EIO'), { code: 'EIO' }));
+    await expect(subscription).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(site).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(dependent).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.subscriptions.listByCustomer(user.id)).toEqual([]);
+    expect(await store.sites.list()).toEqual([]);
+    // The next write works, and disk and memory agree.
+    await store.subscriptions.insert({ customer_id: user.id, main_domain: 'dep.example', is_default: true, status: 'active', created_at: T0, updated_at: T0 });
+    const reopened = await JsonStore.open(paths);
+    expect((await reopened.subscriptions.listByCustomer(user.id)).map((s) => s.main_domain)).toEqual(['dep.example']);
+    expect(await reopened.sites.list()).toEqual([]);
+    await reopened.close();
+    await store.close();
+  });
+
+  it('group commit: 200 concurrent writes share far fewer fsyncs', async () => {
+    const paths = await tempLayout();
+    const faults = faultyOps();
+    const store = await JsonStore.open(paths, { create: true, fileOps: faults.ops });
+    const before = faults.state.syncs;
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.users.insert(userRecord(`u${i}@example.test`))));
+    const syncs = faults.state.syncs - before;
+    expect(syncs).toBeGreaterThan(0);
+    expect(syncs).toBeLessThan(20);
+    await store.close();
+  });
+
+  it('snapshots the journal once it grows, removes the older journals, and reopens to the same state', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true, compactAfterBytes: 4096 });
+    for (let i = 0; i < 100; i++) await store.users.insert(userRecord(`snap${i}@example.test`));
+    await store.flush();
+    const journals = (await readdir(paths.root)).filter((n) => n.startsWith('journal-'));
+    expect(journals.length).toBeLessThanOrEqual(2);
+    const snapshot = JSON.parse(await readFile(paths.store, 'utf8'));
+    expect(snapshot.schema_version).toBe(SCHEMA_VERSION);
+    expect(snapshot.users.length).toBeGreaterThan(10);
+    const reopened = await JsonStore.open(paths);
+    expect(await reopened.users.count()).toBe(100);
+    await reopened.close();
+    await store.close();
+  });
+
+  it('a snapshot that cannot be written loses nothing: the journals still replay', async () => {
+    const paths = await tempLayout();
+    let failRename = false;
+    const store = await JsonStore.open(paths, {
+      create: true,
+      compactAfterBytes: 2048,
+      fileOps: {
+        rename: async (from, to) => {
+          if (failRename) throw Object.assign(new Error('ENOSPC'), { code: 'ENOSPC' });
+          return realFileOps.rename(from, to);
+        },
+      },
+    });
+    failRename = true;
+    for (let i = 0; i < 60; i++) await store.users.insert(userRecord(`keep${i}@example.test`));
+    const reopened = await JsonStore.open(paths);
+    expect(await reopened.users.count()).toBe(60);
+    await reopened.close();
+    failRename = false;
+    await store.close();
+  });
+
+  it('opens a store written before the journal: records kept, pending outbox deliveries carried over', async () => {
+    const paths = await tempLayout();
+    const legacy = {
+      schema_version: 1,
+      counters: { users: 1, webhooks: 1 },
+      users: [{ id: 1, ...userRecord('old@example.test') }],
+      api_keys: [],
+      subscriptions: [],
+      sites: [],
+      webhooks: [{ id: 1, user_id: 1, url: 'https://old.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 }],
+      reset_tokens: [],
+      limiter: [],
+      settings: { login_max_attempts: 4 },
+    };
+    await writeFile(paths.store, JSON.stringify(legacy));
+    const old = (id: string) => ({ id, endpoint_id: 1, event: 'site.created', body: '{}', state: 'pending', attempts: 0, next_attempt_at: 0, created_at: T0 });
+    await writeFile(
+      paths.outbox,
+      [
+        JSON.stringify({ t: 'e', event: { id: 'e1' }, deliveries: [old('d1'), old('d2')] }),
+        JSON.stringify({ t: 'u', id: 'd1', state: 'succeeded', attempts: 1, next_attempt_at: 0 }),
+        JSON.stringify({ t: 'u', id: 'd2', state: 'pending', attempts: 1, next_attempt_at: 5 }),
+      ].join('\n') + '\n',
+    );
+    const store = await JsonStore.open(paths);
+    expect((await store.users.byEmail('old@example.test'))?.id).toBe(1);
+    expect((await store.settings.get()).login_max_attempts).toBe(4);
+    expect(await store.outbox.get('d1')).toBeUndefined();
+    expect(await store.outbox.get('d2')).toMatchObject({ attempts: 1, next_attempt_at: 5, owner_id: 1 });
+    expect((await store.users.insert(userRecord('new@example.test'))).id).toBe(2);
+    await store.close();
+    const snapshot = JSON.parse(await readFile(paths.store, 'utf8'));
+    expect(snapshot.schema_version).toBe(SCHEMA_VERSION);
+    expect(typeof snapshot.journal_gen).toBe('number');
+    await expect(readFile(paths.outbox)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('runs migrations up to the current schema version and refuses newer documents', () => {
@@ -144,32 +285,39 @@ describe('JsonStore', () => {
     expect(() => migrate({ schema_version: SCHEMA_VERSION + 1 })).toThrow(/newer/);
   });
 
-  it('keeps pending outbox deliveries across reopen and drops finished ones', async () => {
+  it('files are 0600', async () => {
     const paths = await tempLayout();
     const store = await JsonStore.open(paths, { create: true });
-    const now = new Date().toISOString();
-    const delivery = (id: string) => ({ id, endpoint_id: 1, event: 'site.created', body: '{}', state: 'pending' as const, attempts: 0, next_attempt_at: 0, created_at: now });
-    await store.outbox.enqueue({ id: 'e1', event: 'site.created', owner_id: 2, data: {}, timestamp: now }, [delivery('d1'), delivery('d2')]);
-    await store.outbox.updateDelivery({ ...delivery('d1'), state: 'succeeded', attempts: 1 });
-    await store.outbox.updateDelivery({ ...delivery('d2'), attempts: 1, next_attempt_at: 123 });
+    await store.users.insert(userRecord('mode@example.test'));
     await store.close();
-    const reopened = await JsonStore.open(paths);
-    expect(await reopened.outbox.pending()).toEqual([{ ...delivery('d2'), attempts: 1, next_attempt_at: 123 }]);
-    await reopened.close();
+    const { stat } = await import('node:fs/promises');
+    expect((await stat(paths.store)).mode & 0o777).toBe(0o600);
+    for (const name of (await readdir(paths.root)).filter((n) => n.startsWith('journal-'))) {
+      expect((await stat(join(paths.root, name))).mode & 0o777).toBe(0o600);
+    }
   });
+});
 
-  it('keeps the newest 100 delivery log entries per endpoint, newest first', async () => {
+describe('JSON delivery logs', () => {
+  it('one append of many entries to a new endpoint lists them newest first by id', async () => {
     const paths = await tempLayout();
     const store = await JsonStore.open(paths, { create: true });
-    for (let i = 1; i <= 205; i++) {
-      await store.deliveryLog.append({ delivery_id: `d${i}`, endpoint_id: 7, event: 'site.created', payload: { i }, attempt: 1, status_code: 200, response: '', success: true, duration_ms: 1, created_at: new Date().toISOString(), request_headers: {} });
-    }
-    const entries = await store.deliveryLog.list(7);
-    expect(entries).toHaveLength(100);
-    expect(entries[0].delivery_id).toBe('d205');
-    expect(entries[99].delivery_id).toBe('d106');
-    expect(entries[0].id).toBeGreaterThan(entries[1].id);
-    expect(await store.deliveryLog.list(8)).toEqual([]);
+    const entries = Array.from({ length: 20 }, (_, i) => ({
+      delivery_id: `d${i}`,
+      endpoint_id: 4,
+      event: 'site.created',
+      payload: {},
+      attempt: 1,
+      status_code: 200,
+      response: '',
+      success: true,
+      duration_ms: 1,
+      created_at: T0,
+      request_headers: {},
+    }));
+    const appended = await store.deliveryLog.append(entries);
+    const listed = await store.deliveryLog.list(4);
+    expect(listed.map((e) => e.id)).toEqual(appended.map((e) => e.id).reverse());
     await store.close();
   });
 });

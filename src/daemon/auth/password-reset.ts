@@ -40,18 +40,23 @@ export class PasswordResets {
   async complete(token: string, password: string): Promise<void> {
     const { store, clock } = this.options;
     const hash = hashResetToken(token);
-    const record = await store.resetTokens.find((t) => t.token_hash === hash);
+    const record = await store.resetTokens.byHash(hash);
     const now = clock();
-    if (!record || record.used_at !== null || Date.parse(record.expires_at) <= now) {
-      throw new ApiError('INVALID_TOKEN', 'the reset token is unknown, already used or expired: request a new one');
-    }
-    // Claimed before any other await, so two concurrent uses of one token cannot both succeed.
+    const refused = () => new ApiError('INVALID_TOKEN', 'the reset token is unknown, already used or expired: request a new one');
+    if (!record || record.used_at !== null || Date.parse(record.expires_at) <= now) throw refused();
+    // The store spends a token once, even when two requests (or two daemons) present it at once.
     const at = new Date(now).toISOString();
-    await store.resetTokens.update(record.id, { used_at: at });
+    if (!(await store.resetTokens.markUsed(record.id, at))) throw refused();
     const user = await store.users.get(record.user_id);
-    if (!user) throw new ApiError('INVALID_TOKEN', 'the reset token is unknown, already used or expired: request a new one');
-    await store.users.update(user.id, { password_hash: await hashPassword(password), password_changed_at: at, updated_at: at });
-    for (const spent of await store.resetTokens.list((t) => t.user_id === user.id)) await store.resetTokens.remove(spent.id);
+    if (!user) throw refused();
+    await store.users.update(user.id, {
+      password_hash: await hashPassword(password),
+      password_changed_at: at,
+      // Every JWT issued under the old password is refused from this update on.
+      token_generation: (user.token_generation ?? 0) + 1,
+      updated_at: at,
+    });
+    await store.resetTokens.removeForUser(user.id, now);
   }
 
   async #issue(email: string): Promise<void> {
@@ -60,8 +65,7 @@ export class PasswordResets {
     if (!user) return;
     const now = clock();
     // One live token per user: a new request replaces the older ones; expired ones of anyone go too.
-    const stale = await store.resetTokens.list((t) => t.user_id === user.id || Date.parse(t.expires_at) <= now);
-    for (const old of stale) await store.resetTokens.remove(old.id);
+    await store.resetTokens.removeForUser(user.id, now);
     const { token, hash } = generateResetToken();
     const expires = new Date(now + RESET_TOKEN_TTL_MS);
     await store.resetTokens.insert({

@@ -1,5 +1,6 @@
-// JWTs for interactive use: HS256 with the data directory's secret, claims sub, role, iat,
-// exp, jti. Verification pins the algorithm, so `alg: none` or RS/ES tokens are refused.
+// JWTs for interactive use: HS256 with the store's shared secret, claims sub, role, iat, exp,
+// jti and gen (the user's token generation, raised by a password change or reset).
+// Verification pins the algorithm, so `alg: none` or RS/ES tokens are refused.
 import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import type { Role } from '../../store/types.js';
@@ -10,6 +11,8 @@ export interface TokenClaims {
   iat: number;
   exp: number;
   jti: string;
+  /** The user's `token_generation` when the token was issued; absent in older tokens (0). */
+  gen?: number;
 }
 
 export class TokenError extends Error {}
@@ -25,9 +28,9 @@ export class TokenService {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async issue(userId: number, role: Role, ttlSeconds: number): Promise<string> {
+  async issue(userId: number, role: Role, ttlSeconds: number, generation = 0): Promise<string> {
     const now = Math.floor(this.clock() / 1000);
-    return new SignJWT({ role })
+    return new SignJWT({ role, gen: generation })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(String(userId))
       .setIssuedAt(now)

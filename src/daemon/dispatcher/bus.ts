@@ -1,10 +1,10 @@
 // The event bus: turns a published event into durable deliveries. The event, its payload
-// bytes and one delivery per matching endpoint are written to the outbox in one durable
-// append before publish() resolves, so an acknowledged event is never lost. Listeners (the
-// dispatcher) are told afterwards; they find the work in the outbox even after a crash.
+// bytes and one delivery per matching endpoint go into the outbox before publish() resolves,
+// so an acknowledged event is never lost. Given a transaction, it enqueues through it: the
+// change that emits the event and the event commit together, or neither does. Dispatchers (of
+// this daemon or another sharing the store) learn of the work from the store's change feed.
 import { randomUUID } from 'node:crypto';
-import { subscribes } from '../../shared/events.js';
-import type { Store } from '../../store/store.js';
+import type { Repositories, Store } from '../../store/store.js';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 
@@ -20,7 +20,11 @@ export interface PublishResult {
   deliveries: number;
 }
 
-export type QueuedListener = (deliveries: DeliveryRecord[]) => void;
+/** A manual send: the payload bytes to send again (redeliver) and the delivery id chosen beforehand. */
+export interface ManualSend {
+  body?: string;
+  deliveryId?: string;
+}
 
 /** The exact bytes a receiver gets: `{ event, timestamp, data }`. */
 export function payloadBody(event: string, timestamp: string, data: Record<string, unknown>): string {
@@ -28,54 +32,38 @@ export function payloadBody(event: string, timestamp: string, data: Record<strin
 }
 
 export class EventBus {
-  readonly #listeners = new Set<QueuedListener>();
-
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
   ) {}
 
-  onQueued(listener: QueuedListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  /** Endpoints that receive an event: active, subscribed, and the owner's or an admin's. */
-  async matchingEndpoints(event: string, ownerId: number | null): Promise<WebhookRecord[]> {
-    const endpoints = await this.store.webhooks.list((w) => w.active && subscribes(w.events, event));
-    const out: WebhookRecord[] = [];
-    for (const endpoint of endpoints) {
-      if (ownerId !== null && endpoint.user_id === ownerId) out.push(endpoint);
-      else if ((await this.store.users.get(endpoint.user_id))?.role === 'admin') out.push(endpoint);
-    }
-    return out;
-  }
-
-  async publish(input: PublishInput): Promise<PublishResult> {
-    const endpoints = await this.matchingEndpoints(input.event, input.owner_id);
-    return this.#enqueue(input, endpoints);
+  /**
+   * Queues `input` for every endpoint that receives it (active, subscribed, the owner's or an
+   * admin's), through `tx` when given.
+   * @example
+   * await store.transaction(async (tx) => {
+   *   const site = await tx.sites.insert(record);
+   *   await app.events.publish({ event: 'site.created', data: { site_id: site.id, domain: site.domain }, owner_id }, tx);
+   * });
+   */
+  async publish(input: PublishInput, tx?: Repositories): Promise<PublishResult> {
+    const repositories = tx ?? this.store;
+    const endpoints = await repositories.webhooks.subscribedTo(input.event, input.owner_id);
+    const { event, deliveries } = await this.#enqueue(repositories, input, endpoints, null);
+    return { event_id: event.id, deliveries: deliveries.length };
   }
 
   /**
    * Sends an event to one endpoint whatever its state or subscription (test, redeliver): a
-   * manual delivery. `body` replaces the payload bytes; `deliveryId` lets the caller wait for
-   * the attempt before the delivery exists.
+   * manual delivery. `manual.body` replaces the payload bytes; `manual.deliveryId` lets the
+   * caller wait for the attempt before the delivery exists.
    */
-  async publishTo(endpoint: WebhookRecord, input: PublishInput, body?: string, deliveryId?: string): Promise<DeliveryRecord> {
-    const { deliveries } = await this.#enqueueWith(input, [endpoint], { body, deliveryId });
+  async publishTo(endpoint: WebhookRecord, input: PublishInput, manual: ManualSend = {}, tx?: Repositories): Promise<DeliveryRecord> {
+    const { deliveries } = await this.#enqueue(tx ?? this.store, input, [endpoint], manual);
     return deliveries[0];
   }
 
-  async #enqueue(input: PublishInput, endpoints: WebhookRecord[]): Promise<PublishResult> {
-    const { event, deliveries } = await this.#enqueueWith(input, endpoints);
-    return { event_id: event.id, deliveries: deliveries.length };
-  }
-
-  async #enqueueWith(
-    input: PublishInput,
-    endpoints: WebhookRecord[],
-    manual: { body?: string; deliveryId?: string } | null = null,
-  ) {
+  async #enqueue(repositories: Repositories, input: PublishInput, endpoints: WebhookRecord[], manual: ManualSend | null) {
     const now = this.clock();
     const timestamp = new Date(now).toISOString();
     const event: EventRecord = { id: randomUUID(), event: input.event, owner_id: input.owner_id, data: input.data, timestamp };
@@ -84,6 +72,8 @@ export class EventBus {
       id: manual?.deliveryId ?? randomUUID(),
       ...(manual ? { manual: true } : {}),
       endpoint_id: endpoint.id,
+      // The endpoint's owner, so dispatchers share their slots fairly between customers.
+      owner_id: endpoint.user_id,
       event: input.event,
       body: bytes,
       state: 'pending',
@@ -91,8 +81,7 @@ export class EventBus {
       next_attempt_at: now,
       created_at: timestamp,
     }));
-    await this.store.outbox.enqueue(event, deliveries);
-    if (deliveries.length) for (const listener of this.#listeners) listener(deliveries);
+    await repositories.outbox.enqueue(event, deliveries);
     return { event, deliveries };
   }
 }

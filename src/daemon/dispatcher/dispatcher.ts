@@ -1,19 +1,31 @@
-// The delivery worker: takes due deliveries from the outbox and attempts them, at most
-// `concurrency` at once and `perEndpoint` per endpoint (endpoints take turns, so a slow receiver
-// only holds its own slots), records each attempt in the endpoint's log and the outcome in the
-// outbox, and schedules the one retry. Pending work stays in the outbox; in memory there is one
-// small lane per endpoint with work, not a queue of deliveries.
-import type { Store } from '../../store/store.js';
+// The delivery worker. Several daemons may share one outbox, so work is taken in leased batch
+// claims: a loop claims due deliveries for its free slots, launches the attempts, and records
+// what finished meanwhile in one batch (log entries and outcomes, in one transaction). It
+// sleeps until the next delivery falls due, the store reports new outbox work, or a short
+// safety poll (another daemon's retries fall due without a notification).
+//
+// Fairness: at most `concurrency` attempts at once, `perEndpoint` to one endpoint and
+// `perOwner` to one customer's endpoints (so a customer whose endpoints hang cannot take every
+// slot), and an endpoint whose last attempt timed out or could not connect gets one attempt at
+// a time until it answers again. Manual sends (test, redeliver) are claimed by id at once,
+// outside those limits.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { DeliveryOutcome, Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
-import type { WebhookSender } from './sender.js';
+import type { AttemptResult, WebhookSender } from './sender.js';
 import { signature } from './signer.js';
 
 export const USER_AGENT = 'Panel-WebPanel-Webhook/1.0';
 export const MAX_ATTEMPTS = 2;
 export const RETRY_DELAY_MS = 2_000;
+export const LEASE_MS = 60_000;
+/** How long a test or redeliver waits for the first attempt's log entry, whoever makes it. */
+export const FIRST_ATTEMPT_WAIT_MS = 30_000;
 
-export type EntryListener = (entry: DeliveryLogEntry, ownerId: number) => void;
+/** A log entry with its endpoint's owner (null when the endpoint is gone). */
+export type EntryListener = (entry: DeliveryLogEntry, ownerId: number | null) => void;
 
 export interface DispatcherOptions {
   store: Store;
@@ -21,261 +33,365 @@ export interface DispatcherOptions {
   sender: WebhookSender;
   /** Whether private-network targets are allowed now (setting or daemon flag). */
   allowPrivate: () => Promise<boolean>;
-  /** Attempts in flight at once, over all endpoints. */
+  /** Attempts in flight at once, over all endpoints (default 256). */
   concurrency?: number;
-  /** Attempts in flight at once to one endpoint. */
+  /** Attempts in flight at once to one endpoint (default 8). */
   perEndpoint?: number;
+  /** Attempts in flight at once to one customer's endpoints (default 64). */
+  perOwner?: number;
   retryDelayMs?: number;
+  leaseMs?: number;
+  /** The safety poll (default 1 s). */
+  pollMs?: number;
+  /** This dispatcher's lease owner id (default hostname:pid:random). */
+  owner?: string;
   log?: { error(details: object, message: string): void };
 }
 
-/** Raised to a caller waiting for an attempt that will not be made (or logged) by this process. */
+/** Raised to a caller waiting for an attempt that will not be made (or logged). */
 export class DeliveryNotAttempted extends Error {
   constructor(
-    readonly reason: 'stopping' | 'endpoint gone' | 'not logged',
+    readonly reason: 'stopping' | 'endpoint gone' | 'not logged' | 'no answer',
     message: string,
   ) {
     super(message);
   }
 }
 
-/** An endpoint with pending work: how many of its attempts are in flight, when to look again. */
-interface Lane {
-  endpointId: number;
-  inFlight: number;
-  /** Whether it is in the run queue. */
-  queued: boolean;
-  timer: NodeJS.Timeout | null;
-  wakeAt: number;
-}
-
 interface Waiter {
   resolve: (entry: DeliveryLogEntry) => void;
   reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
 }
 
-const RECENT_ENTRIES = 500;
+/** An attempt that has ended, waiting to be recorded with the next batch. */
+interface Finished {
+  outcome: DeliveryOutcome;
+  entry: Omit<DeliveryLogEntry, 'id'> | null;
+  recorded: () => void;
+  failed: (error: Error) => void;
+}
+
+/** In-flight counts per key, dropping keys that reach zero. */
+class Counts<K> {
+  readonly #map = new Map<K, number>();
+  get(key: K): number {
+    return this.#map.get(key) ?? 0;
+  }
+  add(key: K, delta: number): void {
+    const next = this.get(key) + delta;
+    if (next <= 0) this.#map.delete(key);
+    else this.#map.set(key, next);
+  }
+  entries(): IterableIterator<[K, number]> {
+    return this.#map.entries();
+  }
+}
+
+export function defaultOwnerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
 
 export class Dispatcher {
+  readonly owner: string;
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #sender: WebhookSender;
   readonly #allowPrivate: () => Promise<boolean>;
   readonly #concurrency: number;
   readonly #perEndpoint: number;
+  readonly #perOwner: number;
   readonly #retryDelayMs: number;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
   readonly #log: DispatcherOptions['log'];
 
-  readonly #lanes = new Map<number, Lane>();
-  /** Lanes that may have due work, served in turn (a queue with a moving head). */
-  #runQueue: Lane[] = [];
-  #runHead = 0;
   #active = 0;
-  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #byEndpoint = new Counts<number>();
+  readonly #byOwner = new Counts<number>();
+  /** Endpoints whose last attempt got no answer: one attempt at a time until one succeeds. */
+  readonly #backoff = new Set<number>();
+  /** Attempts launched and not yet recorded, by delivery id. */
+  readonly #jobs = new Map<string, Promise<void>>();
+  /** Manual deliveries to claim at once. */
+  readonly #manual = new Set<string>();
+
+  #finished: Finished[] = [];
+  #flushScheduled = false;
+  #flushing: Promise<void> | null = null;
+
   #running = false;
   #stopping = false;
-  #pumping = false;
-  #pumpAgain = false;
+  #loop: Promise<void> | null = null;
+  #dirty = false;
+  #wakeSleeper: (() => void) | null = null;
+  #unsubscribe: () => void = () => undefined;
 
   readonly #listeners = new Set<EntryListener>();
   readonly #waiters = new Map<string, Waiter>();
-  /** The newest entries, for stream clients that reconnect with Last-Event-ID. */
-  #recent: Array<{ entry: DeliveryLogEntry; ownerId: number }> = [];
+  /** Endpoint owners for stream filtering, dropped on any webhooks change. */
+  readonly #owners = new Map<number, number | null>();
+  /** Log entries are handed to listeners in the order the store reported them. */
+  #entryChain: Promise<void> = Promise.resolve();
 
   constructor(options: DispatcherOptions) {
     this.#store = options.store;
     this.#clock = options.clock;
     this.#sender = options.sender;
     this.#allowPrivate = options.allowPrivate;
-    this.#concurrency = options.concurrency ?? 64;
+    this.#concurrency = options.concurrency ?? 256;
     this.#perEndpoint = options.perEndpoint ?? 8;
+    this.#perOwner = options.perOwner ?? 64;
     this.#retryDelayMs = options.retryDelayMs ?? RETRY_DELAY_MS;
+    this.#leaseMs = options.leaseMs ?? LEASE_MS;
+    this.#pollMs = options.pollMs ?? 1_000;
+    this.owner = options.owner ?? defaultOwnerId();
     this.#log = options.log;
   }
 
-  /** Starts with every delivery left pending (first attempts and retries, each when due). */
-  async start(): Promise<void> {
+  /** Starts the claim loop (pending deliveries from before a restart go out as they fall due). */
+  start(): void {
     if (this.#running || this.#stopping) return;
     this.#running = true;
-    for (const endpointId of await this.#store.outbox.pendingEndpoints()) this.#wake(endpointId);
-    void this.#pump();
-  }
-
-  /** Told by the event bus once deliveries are durably queued. */
-  notify(deliveries: DeliveryRecord[]): void {
-    if (!this.#running || this.#stopping) return;
-    for (const delivery of deliveries) this.#wake(delivery.endpoint_id);
-    void this.#pump();
+    this.#unsubscribe = this.#store.changes.subscribe((change) => {
+      if (change.kind === 'outbox') this.#wake();
+      else if (change.kind === 'log') this.#onLogged(change.entry);
+      else if (change.collection === 'webhooks') this.#owners.clear();
+    });
+    this.#loop = this.#run().catch((error) => this.#log?.error({ err: error }, 'the webhook dispatcher stopped'));
   }
 
   /**
-   * Stops taking work, lets attempts in flight finish (each is bounded by its time-out) and
-   * leaves everything else pending in the outbox for the next start.
+   * Stops claiming, lets attempts in flight finish (each is bounded by its time-out) and
+   * records them; everything else stays pending in the outbox, for this daemon's next start
+   * or another daemon.
    */
   async stop(): Promise<void> {
     this.#stopping = true;
-    for (const lane of this.#lanes.values()) if (lane.timer) clearTimeout(lane.timer);
+    this.#wake();
     for (const [id, waiter] of this.#waiters) {
-      if (this.#inFlight.has(id)) continue;
-      this.#waiters.delete(id);
-      waiter.reject(new DeliveryNotAttempted('stopping', 'the daemon is stopping; the delivery stays queued and is made after it starts again'));
+      if (this.#jobs.has(id)) continue;
+      this.#settleWaiter(id, null, new DeliveryNotAttempted('stopping', 'the daemon is stopping; the delivery stays queued and is made after it starts again'));
     }
-    await Promise.allSettled([...this.#inFlight.values()]);
+    await this.#loop;
+    await Promise.allSettled([...this.#jobs.values()]);
+    await this.#flush();
+    this.#unsubscribe();
     await this.#sender.close();
   }
 
   /**
-   * Resolves with the log entry of a delivery's first attempt. Call it before the delivery is
-   * queued (with an id chosen beforehand), so the attempt cannot be missed.
+   * Resolves with the log entry of a delivery's first attempt, made by this daemon or another.
+   * Call it before the delivery is queued (with an id chosen beforehand), so the entry cannot
+   * be missed.
    */
   firstAttempt(deliveryId: string): Promise<DeliveryLogEntry> {
     if (this.#stopping) return Promise.reject(new DeliveryNotAttempted('stopping', 'the daemon is stopping'));
-    return new Promise((resolve, reject) => this.#waiters.set(deliveryId, { resolve, reject }));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          this.#settleWaiter(
+            deliveryId,
+            null,
+            new DeliveryNotAttempted('no answer', `the delivery is queued, but its first attempt was not logged within ${FIRST_ATTEMPT_WAIT_MS / 1000} s`),
+          ),
+        FIRST_ATTEMPT_WAIT_MS,
+      );
+      timer.unref();
+      this.#waiters.set(deliveryId, { resolve, reject, timer });
+    });
   }
 
   /** Stops waiting (the delivery could not be queued). */
   forget(deliveryId: string): void {
+    const waiter = this.#waiters.get(deliveryId);
+    if (waiter) clearTimeout(waiter.timer);
     this.#waiters.delete(deliveryId);
   }
 
-  /** Calls `listener` with every new log entry and its endpoint's owner; returns the unsubscribe. */
+  /** Claims a queued manual delivery at once, whatever the slots in use. */
+  sendNow(deliveryId: string): void {
+    if (!this.#running || this.#stopping) return;
+    this.#manual.add(deliveryId);
+    this.#wake();
+  }
+
+  /** Calls `listener` with every new log entry (any daemon's) and its endpoint's owner; returns the unsubscribe. */
   onEntry(listener: EntryListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Recent entries newer than `entryId`, oldest first (for a reconnecting stream). */
-  entriesSince(entryId: number): Array<{ entry: DeliveryLogEntry; ownerId: number }> {
-    return this.#recent.filter((item) => item.entry.id > entryId);
+  /** Entries newer than `entryId`, oldest first, with their owners (for a reconnecting stream). */
+  async entriesSince(entryId: number, limit = 500): Promise<Array<{ entry: DeliveryLogEntry; ownerId: number | null }>> {
+    const entries = await this.#store.deliveryLog.since(entryId, limit);
+    const out = [];
+    for (const entry of entries) out.push({ entry, ownerId: await this.#ownerOf(entry.endpoint_id) });
+    return out;
   }
 
   get inFlightCount(): number {
     return this.#active;
   }
 
-  #wake(endpointId: number): void {
-    let lane = this.#lanes.get(endpointId);
-    if (!lane) {
-      lane = { endpointId, inFlight: 0, queued: false, timer: null, wakeAt: Infinity };
-      this.#lanes.set(endpointId, lane);
-    }
-    this.#enqueue(lane);
+  // --- the claim loop -------------------------------------------------------------------
+
+  #wake(): void {
+    this.#dirty = true;
+    const wake = this.#wakeSleeper;
+    this.#wakeSleeper = null;
+    wake?.();
   }
 
-  #enqueue(lane: Lane): void {
-    if (lane.queued) return;
-    lane.queued = true;
-    this.#runQueue.push(lane);
-  }
-
-  #dequeue(): Lane | undefined {
-    if (this.#runHead >= this.#runQueue.length) return undefined;
-    const lane = this.#runQueue[this.#runHead++];
-    // Drop the consumed head now and then, so the array does not grow for ever.
-    if (this.#runHead > 1024 && this.#runHead * 2 > this.#runQueue.length) {
-      this.#runQueue = this.#runQueue.slice(this.#runHead);
-      this.#runHead = 0;
-    }
-    lane.queued = false;
-    return lane;
-  }
-
-  /** Starts attempts while there are free slots and lanes with due work. One pump at a time. */
-  async #pump(): Promise<void> {
-    if (this.#pumping) {
-      this.#pumpAgain = true;
-      return;
-    }
-    this.#pumping = true;
-    try {
-      do {
-        this.#pumpAgain = false;
-        while (!this.#stopping && this.#active < this.#concurrency) {
-          const lane = this.#dequeue();
-          if (!lane) break;
-          if (lane.inFlight >= this.#perEndpoint) continue; // re-queued when one of its attempts ends
-          let claim;
-          try {
-            claim = await this.#store.outbox.claim(lane.endpointId, this.#clock());
-          } catch (error) {
-            this.#log?.error({ err: error, endpoint_id: lane.endpointId }, 'could not take a webhook delivery from the outbox');
-            this.#sleep(lane, this.#clock() + 1_000);
-            continue;
-          }
-          // Stopped while claiming: the claim lives in memory only, the delivery stays pending.
-          if (this.#stopping) break;
-          if (!claim.delivery) {
-            this.#sleep(lane, claim.next_due_at);
-            continue;
-          }
-          this.#launch(lane, claim.delivery);
-          // Back to the end of the queue: endpoints with work take turns.
-          if (lane.inFlight < this.#perEndpoint) this.#enqueue(lane);
-        }
-      } while (this.#pumpAgain && !this.#stopping);
-    } finally {
-      this.#pumping = false;
-    }
-  }
-
-  /** Nothing due now: look again at `at`, or forget the lane when it has no work at all. */
-  #sleep(lane: Lane, at: number | null): void {
-    if (this.#stopping) return;
-    if (at === null) {
-      if (lane.inFlight === 0 && !lane.queued) {
-        if (lane.timer) clearTimeout(lane.timer);
-        this.#lanes.delete(lane.endpointId);
+  async #run(): Promise<void> {
+    while (!this.#stopping) {
+      this.#dirty = false;
+      let wait = this.#pollMs;
+      try {
+        await this.#claimManual();
+        await this.#claimDue();
+        const due = await this.#store.outbox.nextDueAt();
+        const now = this.#clock();
+        // Due now but not claimable (leased, or its endpoint or owner at its limit): an attempt
+        // ending or the poll brings us back.
+        if (due !== null && due > now) wait = Math.min(due - now, this.#pollMs);
+      } catch (error) {
+        this.#log?.error({ err: error }, 'could not take webhook deliveries from the outbox');
       }
-      return;
+      if (this.#dirty || this.#stopping) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.#wakeSleeper = null;
+          resolve();
+        }, wait);
+        this.#wakeSleeper = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
-    if (lane.timer && lane.wakeAt <= at) return;
-    if (lane.timer) clearTimeout(lane.timer);
-    lane.wakeAt = at;
-    lane.timer = setTimeout(() => {
-      lane.timer = null;
-      lane.wakeAt = Infinity;
-      this.#enqueue(lane);
-      void this.#pump();
-    }, Math.max(0, at - this.#clock()));
   }
 
-  #launch(lane: Lane, delivery: DeliveryRecord): void {
-    lane.inFlight++;
+  async #claimManual(): Promise<void> {
+    if (this.#manual.size === 0) return;
+    const ids = [...this.#manual];
+    this.#manual.clear();
+    const claimed = await this.#store.outbox.claim({
+      owner: this.owner,
+      now: this.#clock(),
+      leaseMs: this.#leaseMs,
+      limit: ids.length,
+      perEndpoint: ids.length,
+      ids,
+    });
+    // Claimed by another daemon (or already attempted): its log entry reaches the waiter through the change feed.
+    if (this.#stopping) return this.#releaseUnstarted(claimed);
+    for (const delivery of claimed) this.#launch(delivery);
+  }
+
+  /** The cap of one endpoint now: 1 while it is backing off. */
+  #endpointCap(endpointId: number): number {
+    return this.#backoff.has(endpointId) ? 1 : this.#perEndpoint;
+  }
+
+  async #claimDue(): Promise<void> {
+    // A few claims per turn: each takes at most the smallest room any busy endpoint has left,
+    // so nothing is claimed that cannot start at once.
+    for (let round = 0; round < 16 && !this.#stopping; round++) {
+      const free = this.#concurrency - this.#active;
+      if (free <= 0) return;
+      const skipEndpoints: number[] = [];
+      let perEndpoint = this.#perEndpoint;
+      for (const [endpointId, count] of this.#byEndpoint.entries()) {
+        const room = this.#endpointCap(endpointId) - count;
+        if (room <= 0) skipEndpoints.push(endpointId);
+        else perEndpoint = Math.min(perEndpoint, room);
+      }
+      // An idle endpoint that is backing off may take one only.
+      for (const endpointId of this.#backoff) if (this.#byEndpoint.get(endpointId) === 0) perEndpoint = 1;
+      const skipOwners: number[] = [];
+      for (const [ownerId, count] of this.#byOwner.entries()) if (count >= this.#perOwner) skipOwners.push(ownerId);
+
+      const limit = Math.min(free, 256);
+      const claimed = await this.#store.outbox.claim({
+        owner: this.owner,
+        now: this.#clock(),
+        leaseMs: this.#leaseMs,
+        limit,
+        perEndpoint,
+        skipEndpoints,
+        skipOwners,
+      });
+      if (this.#stopping) return this.#releaseUnstarted(claimed);
+      const over: DeliveryRecord[] = [];
+      for (const delivery of claimed) {
+        const ownerFull = delivery.owner_id !== null && this.#byOwner.get(delivery.owner_id) >= this.#perOwner;
+        const endpointFull = this.#byEndpoint.get(delivery.endpoint_id) >= this.#endpointCap(delivery.endpoint_id);
+        if (ownerFull || endpointFull || this.#active >= this.#concurrency) over.push(delivery);
+        else this.#launch(delivery);
+      }
+      if (over.length) await this.#releaseUnstarted(over);
+      if (claimed.length === 0 || over.length > 0) return;
+    }
+  }
+
+  async #releaseUnstarted(deliveries: DeliveryRecord[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    try {
+      await this.#store.outbox.release(
+        this.owner,
+        deliveries.map((d) => d.id),
+      );
+    } catch (error) {
+      // Their leases end on their own; another claim takes them then.
+      this.#log?.error({ err: error }, 'could not release claimed webhook deliveries');
+    }
+  }
+
+  // --- attempts -------------------------------------------------------------------------
+
+  #launch(delivery: DeliveryRecord): void {
+    const endpointId = delivery.endpoint_id;
+    const ownerId = delivery.owner_id;
     this.#active++;
-    // The slot is for the network exchange: it is freed as soon as the answer is in, while the
-    // outcome is recorded (a retry is offered only once recorded, so it cannot start early).
+    this.#byEndpoint.add(endpointId, 1);
+    if (ownerId !== null) this.#byOwner.add(ownerId, 1);
+    // The slot is for the network exchange: it is freed once the answer is in (a turn later,
+    // so undici has the connection back in its pool before the next attempt looks for one),
+    // while the outcome waits for the next batch. Its retry is claimable only once recorded.
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
-      lane.inFlight--;
       this.#active--;
-      if (this.#stopping) return;
-      this.#enqueue(lane);
-      void this.#pump();
+      this.#byEndpoint.add(endpointId, -1);
+      if (ownerId !== null) this.#byOwner.add(ownerId, -1);
+      if (!this.#stopping) this.#wake();
     };
-    const job = this.#attempt(delivery, release)
-      .catch((error) => this.#log?.error({ err: error, delivery_id: delivery.id }, 'webhook attempt failed to be recorded'))
+    const job = this.#attempt(delivery, () => setImmediate(release))
+      .catch((error) => {
+        this.#log?.error({ err: error, delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
+        this.#settleWaiter(delivery.id, null, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
+      })
       .finally(() => {
-        // Also a turn later (see #attempt): recording can finish before undici has the
-        // connection back in its pool, and the next attempt would open another one.
         setImmediate(release);
-        this.#inFlight.delete(delivery.id);
-        // A retry becomes claimable only now that it is recorded: look at the endpoint again.
-        if (this.#stopping) return;
-        this.#wake(delivery.endpoint_id);
-        void this.#pump();
+        this.#jobs.delete(delivery.id);
       });
-    this.#inFlight.set(delivery.id, job);
+    this.#jobs.set(delivery.id, job);
   }
 
-  /** One attempt of one delivery: send, then record the log entry and the outcome together. */
-  async #attempt(delivery: DeliveryRecord, release: () => void): Promise<void> {
+  /** One attempt of one delivery; resolves once its outcome (and log entry) is recorded. */
+  async #attempt(delivery: DeliveryRecord, answered: () => void): Promise<void> {
     const endpoint = await this.#store.webhooks.get(delivery.endpoint_id);
     if (!endpoint || (!endpoint.active && !delivery.manual)) {
       // Deleted, or deactivated after the event was queued: it no longer receives events.
-      await this.#store.outbox.updateDelivery({ ...delivery, state: 'cancelled' });
-      this.#rejectWaiter(delivery.id, new DeliveryNotAttempted('endpoint gone', endpoint ? 'the endpoint was deactivated' : 'the endpoint was deleted'));
+      answered();
+      this.#settleWaiter(
+        delivery.id,
+        null,
+        new DeliveryNotAttempted('endpoint gone', endpoint ? 'the endpoint was deactivated' : 'the endpoint was deleted'),
+      );
+      await this.#record({ id: delivery.id, state: 'cancelled', attempts: delivery.attempts, next_attempt_at: delivery.next_attempt_at }, null);
       return;
     }
     const attempt = delivery.attempts + 1;
@@ -288,19 +404,24 @@ export class Dispatcher {
       'X-Webhook-Delivery': delivery.id,
     };
     const createdAt = new Date(this.#clock()).toISOString();
-    const result = await this.#sender.send(endpoint.url, headers, delivery.body, await this.#allowPrivate());
-    // Freed on the next turn of the event loop, once undici has put the connection back in its
-    // pool; freed at once, the next attempt could find it still busy and open another one.
-    setImmediate(release);
+    let result: AttemptResult;
+    try {
+      result = await this.#sender.send(endpoint.url, headers, delivery.body, await this.#allowPrivate());
+    } finally {
+      answered();
+    }
+    // No answer at all (time-out, refused or failed connection): one attempt at a time until it answers.
+    if (result.success) this.#backoff.delete(endpoint.id);
+    else if (result.status_code === 0) this.#backoff.add(endpoint.id);
     const state: DeliveryRecord['state'] = result.success ? 'succeeded' : attempt >= MAX_ATTEMPTS ? 'failed' : 'pending';
-    const outcome: DeliveryRecord = {
-      ...delivery,
-      attempts: attempt,
-      state,
-      next_attempt_at: state === 'pending' ? this.#clock() + this.#retryDelayMs : delivery.next_attempt_at,
-    };
-    const [logged, progressed] = await Promise.allSettled([
-      this.#store.deliveryLog.append({
+    await this.#record(
+      {
+        id: delivery.id,
+        attempts: attempt,
+        state,
+        next_attempt_at: state === 'pending' ? this.#clock() + this.#retryDelayMs : delivery.next_attempt_at,
+      },
+      {
         event: delivery.event,
         payload: parsePayload(delivery.body),
         status_code: result.status_code,
@@ -312,43 +433,98 @@ export class Dispatcher {
         delivery_id: delivery.id,
         endpoint_id: endpoint.id,
         request_headers: headers,
-      }),
-      this.#store.outbox.updateDelivery(outcome),
-    ]);
-    if (progressed.status === 'rejected') {
-      this.#log?.error({ err: progressed.reason, delivery_id: delivery.id }, 'could not record webhook delivery progress');
-    }
-    if (logged.status === 'rejected') {
-      this.#rejectWaiter(delivery.id, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
-      throw logged.reason;
-    }
-    this.#publish(logged.value, endpoint.user_id);
+      },
+    );
   }
 
-  #publish(entry: DeliveryLogEntry, ownerId: number): void {
-    this.#recent.push({ entry, ownerId });
-    if (this.#recent.length > RECENT_ENTRIES * 2) this.#recent = this.#recent.slice(-RECENT_ENTRIES);
-    if (entry.attempt === 1) {
-      const waiter = this.#waiters.get(entry.delivery_id);
-      if (waiter) {
-        this.#waiters.delete(entry.delivery_id);
-        waiter.resolve(entry);
-      }
-    }
-    for (const listener of this.#listeners) {
+  /** Queues an outcome for the next batch; resolves once the batch is written (rejects if it was not). */
+  #record(outcome: DeliveryOutcome, entry: Omit<DeliveryLogEntry, 'id'> | null): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#finished.push({ outcome, entry, recorded: resolve, failed: reject });
+      this.#scheduleFlush();
+    });
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    // Everything that finishes in this turn of the event loop goes into one batch.
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      void this.#flush();
+    });
+  }
+
+  /** Writes the finished attempts: their log entries and outcomes in one transaction. One batch at a time. */
+  async #flush(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+    if (this.#finished.length === 0) return;
+    const batch = this.#finished;
+    this.#finished = [];
+    this.#flushing = (async () => {
+      const entries = batch.flatMap((item) => (item.entry ? [item.entry] : []));
       try {
-        listener(entry, ownerId);
+        await this.#store.transaction(async (tx) => {
+          if (entries.length) await tx.deliveryLog.append(entries);
+          await tx.outbox.settle(
+            this.owner,
+            batch.map((item) => item.outcome),
+          );
+        });
+        for (const item of batch) item.recorded();
       } catch (error) {
-        this.#log?.error({ err: error }, 'delivery listener failed');
+        // Not recorded: the leases end and the deliveries are attempted again (receivers
+        // deduplicate by X-Webhook-Delivery).
+        this.#log?.error({ err: error, deliveries: batch.length }, 'could not record webhook attempts');
+        for (const item of batch) item.failed(error as Error);
       }
+    })();
+    try {
+      await this.#flushing;
+    } finally {
+      this.#flushing = null;
     }
+    if (this.#finished.length) this.#scheduleFlush();
+    // Retries now wait in the outbox, due in 2 s: the loop looks at when.
+    if (!this.#stopping) this.#wake();
   }
 
-  #rejectWaiter(deliveryId: string, error: DeliveryNotAttempted): void {
+  // --- log entries (any daemon's) -------------------------------------------------------
+
+  #onLogged(entry: DeliveryLogEntry): void {
+    if (entry.attempt === 1) this.#settleWaiter(entry.delivery_id, entry, null);
+    if (this.#listeners.size === 0) return;
+    this.#entryChain = this.#entryChain
+      .then(async () => {
+        const ownerId = await this.#ownerOf(entry.endpoint_id);
+        for (const listener of this.#listeners) {
+          try {
+            listener(entry, ownerId);
+          } catch (error) {
+            this.#log?.error({ err: error }, 'delivery listener failed');
+          }
+        }
+      })
+      .catch((error) => this.#log?.error({ err: error }, 'could not look up the owner of a delivery log entry'));
+  }
+
+  async #ownerOf(endpointId: number): Promise<number | null> {
+    const known = this.#owners.get(endpointId);
+    if (known !== undefined) return known;
+    const endpoint = await this.#store.webhooks.get(endpointId);
+    const ownerId = endpoint?.user_id ?? null;
+    if (this.#owners.size >= 10_000) this.#owners.clear();
+    this.#owners.set(endpointId, ownerId);
+    return ownerId;
+  }
+
+  #settleWaiter(deliveryId: string, entry: DeliveryLogEntry | null, error: Error | null): void {
     const waiter = this.#waiters.get(deliveryId);
     if (!waiter) return;
     this.#waiters.delete(deliveryId);
-    waiter.reject(error);
+    clearTimeout(waiter.timer);
+    if (entry) waiter.resolve(entry);
+    else waiter.reject(error!);
   }
 }
 

@@ -1,6 +1,7 @@
 // Runs the dispatcher with the daemon: started once fastify is ready (so pending deliveries
-// from before a restart go out), fed by the event bus, stopped as soon as closing begins
-// (attempts in flight finish before the store closes, the rest stays in the outbox).
+// from before a restart go out), woken by the store's change feed, stopped as soon as closing
+// begins (attempts in flight finish and are recorded before the store closes; the rest stays
+// in the outbox).
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { Dispatcher } from './dispatcher.js';
@@ -8,7 +9,7 @@ import { WebhookSender } from './sender.js';
 
 /** Whether webhooks may target private networks now: the daemon flag or the admin setting. */
 export async function privateTargetsAllowed(app: FastifyInstance): Promise<boolean> {
-  return app.daemon.allowPrivateWebhooks === true || (await app.store.settings.get()).webhook_allow_private_networks;
+  return app.daemon.allowPrivateWebhooks === true || app.settings.current().webhook_allow_private_networks;
 }
 
 export default fp(
@@ -21,12 +22,8 @@ export default fp(
       log: app.log,
     });
     app.decorate('dispatcher', dispatcher);
-    const unsubscribe = app.events.onQueued((deliveries) => dispatcher.notify(deliveries));
     app.addHook('onReady', async () => dispatcher.start());
-    app.addHook('preClose', async () => {
-      unsubscribe();
-      await dispatcher.stop();
-    });
+    app.addHook('preClose', async () => dispatcher.stop());
   },
   { name: 'dispatcher', dependencies: ['errors'] },
 );

@@ -2,7 +2,6 @@
 // generated from the event catalogue so the document cannot disagree with what is sent.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EVENT_CATALOGUE, EVENT_NAMES, eventDataSchema, type EventType } from '../../shared/events.js';
-import { LOG_RETENTION } from '../../store/json/delivery-log.js';
 import { payloadBody } from '../dispatcher/bus.js';
 import { MAX_ATTEMPTS, RETRY_DELAY_MS, USER_AGENT } from '../dispatcher/dispatcher.js';
 import { ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from '../dispatcher/sender.js';
@@ -14,7 +13,8 @@ export const WEBHOOK_PROTOCOL = {
   timeoutSeconds: ATTEMPT_TIMEOUT_MS / 1000,
   retryDelaySeconds: RETRY_DELAY_MS / 1000,
   attempts: MAX_ATTEMPTS,
-  logEntriesKept: LOG_RETENTION,
+  // The store contract keeps the last 100 attempts of each endpoint (DeliveryLogRepository).
+  logEntriesKept: 100,
   responseBytesKept: MAX_RESPONSE_BYTES,
 } as const;
 

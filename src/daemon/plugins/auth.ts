@@ -43,8 +43,13 @@ async function resolveApiKey(app: FastifyInstance, credential: string, now: numb
   if (expiresAt <= now) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key has expired');
   const user = await app.store.users.get(key.user_id);
   if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
-  app.store.apiKeys.touch(key.id, now);
+  touchKey(app, key.id, now);
   return { principal: { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id }, expiresAt };
+}
+
+/** Records a key's use without holding the request: the store may batch it, and a failure only costs `last_used_at`. */
+function touchKey(app: FastifyInstance, keyId: number, now: number): void {
+  app.store.apiKeys.touch(keyId, now).catch((error: unknown) => app.log.warn({ err: error, key_id: keyId }, 'API key use could not be recorded'));
 }
 
 export async function resolvePrincipal(app: FastifyInstance, credential: string): Promise<Principal> {
@@ -57,35 +62,45 @@ export async function resolvePrincipal(app: FastifyInstance, credential: string)
     const reason = error instanceof TokenError ? error.message : 'invalid token';
     throw new ApiError('NOT_AUTHENTICATED', `authentication required: ${reason}`);
   }
-  const user = await app.store.users.get(Number(claims.sub));
+  const [user, revoked] = await Promise.all([app.store.users.get(Number(claims.sub)), app.store.revokedTokens.isRevoked(claims.jti)]);
   if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the account no longer exists');
-  // A password change (reset) ends the sessions opened with the old password.
-  if (user.password_changed_at && claims.iat < Math.floor(Date.parse(user.password_changed_at) / 1000)) {
+  if (revoked) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: this token was logged out; log in again');
+  // A password change (reset) ends the sessions opened with the old password: it raises the
+  // user's token generation in the same update, so every older token is refused at once.
+  // Records written before generations existed fall back to the change time (to the second).
+  const stale =
+    (claims.gen ?? 0) !== (user.token_generation ?? 0) ||
+    (user.password_changed_at && claims.iat < Math.floor(Date.parse(user.password_changed_at) / 1000));
+  if (stale) {
     throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the password was changed since this token was issued; log in again');
   }
-  return { user, userId: user.id, role: user.role, via: 'jwt' };
+  return { user, userId: user.id, role: user.role, via: 'jwt', session: { jti: claims.jti, exp: claims.exp } };
 }
 
 /** Why identification failed, kept until enforcement so request limits run in between. */
 const refusals = new WeakMap<FastifyRequest, ApiError>();
 
 /**
- * The API-key caller last identified on a connection, with the revisions of the API keys and
- * users it was identified against. Scripts and billing systems send the same key over one
- * keep-alive connection many times a second. While no key and no user has changed since (a
- * revoked key, a deleted user or a changed role all change a revision) and the key has not
+ * The API-key caller last identified on a connection, with the change epoch it was identified
+ * in. Scripts and billing systems send the same key over one keep-alive connection many times
+ * a second. While no key and no user has changed since (a revoked key, a deleted user or a
+ * changed role all move the epoch, through the store's change feed) and the key has not
  * expired, the same key on the same connection is the same caller: it is known without hashing
- * or lookups, and the request goes on without waiting. The remembered key is compared in
+ * or lookups, and the request goes on without waiting. Only when the feed is synchronous (every
+ * change is seen here before its write resolves): with a shared database another daemon's
+ * revocation arrives later, so every request is looked up. The remembered key is compared in
  * constant time: behind a reverse proxy, one upstream connection can carry several clients.
  */
 interface KnownCaller {
   credential: string;
   principal: Principal;
   expiresAt: number;
-  keys: number;
-  users: number;
+  epoch: number;
 }
 const callers = new WeakMap<object, KnownCaller>();
+
+/** Moves on every change of users or API keys; per app, so test apps sharing a process stay apart. */
+const epochs = new WeakMap<FastifyInstance, { value: number; cache: boolean }>();
 
 /**
  * Constant-time equality of two secrets: every character of the remembered one is looked at
@@ -99,13 +114,15 @@ export function sameSecret(presented: string, remembered: string): boolean {
 }
 
 function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: string): Principal | null {
+  const epoch = epochs.get(app);
+  if (!epoch?.cache) return null;
   const known = callers.get(request.raw.socket);
   if (!known) return null;
   if (!sameSecret(credential, known.credential)) return null;
-  if (known.keys !== app.store.apiKeys.revision() || known.users !== app.store.users.revision()) return null;
+  if (known.epoch !== epoch.value) return null;
   const now = app.clock();
   if (known.expiresAt <= now) return null;
-  app.store.apiKeys.touch(known.principal.keyId!, now);
+  touchKey(app, known.principal.keyId!, now);
   return known.principal;
 }
 
@@ -116,11 +133,14 @@ async function identify(app: FastifyInstance, request: FastifyRequest, credentia
       request.principal = await resolvePrincipal(app, credential);
       return;
     }
-    const keys = app.store.apiKeys.revision();
-    const users = app.store.users.revision();
+    const epoch = epochs.get(app);
+    const before = epoch?.value;
     const { principal, expiresAt } = await resolveApiKey(app, credential, app.clock());
     request.principal = principal;
-    if (request.raw.socket) callers.set(request.raw.socket, { credential, principal, expiresAt, keys, users });
+    // Remembered only when nothing changed while the lookups awaited the store.
+    if (epoch?.cache && epoch.value === before && request.raw.socket) {
+      callers.set(request.raw.socket, { credential, principal, expiresAt, epoch: epoch.value });
+    }
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     refusals.set(request, error);
@@ -131,6 +151,12 @@ export default fp(
   async function auth(app: FastifyInstance) {
     app.decorateRequest('principal', null);
     app.decorateRequest('routeInfo', null);
+    const epoch = { value: 0, cache: app.store.changes.synchronous };
+    epochs.set(app, epoch);
+    const unsubscribe = app.store.changes.subscribe((change) => {
+      if (change.kind === 'record' && (change.collection === 'api_keys' || change.collection === 'users')) epoch.value++;
+    });
+    app.addHook('onClose', async () => unsubscribe());
 
     // Both hooks complete without a promise when they can (no credential lookup needed), so a
     // known caller's request goes on in the same turn.

@@ -3,15 +3,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js';
-import { StoreWriteError } from '../../store/store.js';
+import { StoreConflictError, StoreUnavailableError } from '../../store/store.js';
 import { describeValidation, type ValidationIssue } from './validation.js';
-
-/** File-system failures of the data directory (full, read-only, I/O error): the change was not saved. */
-const DISK_ERRORS = new Set(['ENOSPC', 'EROFS', 'EIO', 'EDQUOT', 'EACCES', 'EPERM', 'ENOENT']);
-function isDiskError(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException)?.code;
-  return typeof code === 'string' && DISK_ERRORS.has(code) && typeof (error as NodeJS.ErrnoException).syscall === 'string';
-}
 
 function fastifyCode(error: FastifyError): ApiErrorCode | null {
   switch (error.code) {
@@ -45,12 +38,17 @@ export default fp(
         const code: ApiErrorCode = status === 400 ? 'BAD_REQUEST' : 'VALIDATION_FAILED';
         return reply.code(status).send({ data: null, error: API_ERRORS[code].error, message });
       }
-      if (error instanceof StoreWriteError || isDiskError(error)) {
-        request.log.error({ err: error }, 'store write failed');
+      // Routes map the conflicts they expect to their own messages; one that reaches here is
+      // still a duplicate, and the store's message names it without internals.
+      if (error instanceof StoreConflictError) {
+        return reply.code(409).send({ data: null, error: API_ERRORS.CONFLICT.error, message: error.message });
+      }
+      if (error instanceof StoreUnavailableError) {
+        request.log.error({ err: error }, 'store unavailable');
         return reply.code(503).header('Retry-After', '5').send({
           data: null,
           error: API_ERRORS.STORAGE_UNAVAILABLE.error,
-          message: 'the change could not be saved; nothing was changed. Try again later.',
+          message: 'the store is unavailable; nothing was changed. Try again later.',
         });
       }
       const known = fastifyCode(fe);

@@ -1,16 +1,26 @@
-// Variant B of section 8: a failure counter per client IP. `login_max_attempts` failed logins or
-// password-reset attempts within `login_lockout_minutes` lock the IP out of the routes marked
-// `config: { lockout: true }` for that many minutes. Counters are durable writes, so a lockout
-// survives a restart (even a crash). Active when `rate_limit_mode` is `lockout` or `both`.
+// Variant B of section 8: an attempt counter per client IP. Every login or password-reset
+// attempt is counted (one atomic hit in the store) BEFORE it is evaluated, so concurrent
+// attempts cannot all pass a check that none of them has recorded yet: at most
+// `login_max_attempts` are evaluated within `login_lockout_minutes`, and the attempt that fails
+// at the threshold locks the IP out of the routes marked `config: { lockout: true }` for that
+// many minutes. An attempt that turns out not to count (a good login) is taken back. Counters
+// live in the store, so a lockout survives a restart and is shared by every daemon of a
+// database. Active when `rate_limit_mode` is `lockout` or `both`.
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
-import type { LimiterRecord } from '../../store/types.js';
-import { KeyedLock } from '../auth/keyed-lock.js';
+
+/** One counted attempt, to be settled once its outcome is known. */
+export interface LockoutAttempt {
+  /** It did not count after all (a good login, a request for the second factor). */
+  release(): Promise<void>;
+  /** It failed: the IP is locked once its attempts reached `login_max_attempts`. */
+  fail(): Promise<void>;
+}
 
 export interface Lockout {
-  /** Counts a failed login or reset attempt of the request's IP, locking it at the threshold. */
-  recordFailure(request: FastifyRequest): Promise<void>;
+  /** Counts an attempt of the request's IP; throws 429 `too_many_attempts` when it may not be evaluated. */
+  begin(request: FastifyRequest): Promise<LockoutAttempt>;
 }
 
 declare module 'fastify' {
@@ -35,42 +45,53 @@ export function tooManyAttempts(remainingMs: number): ApiError {
   );
 }
 
+const UNCOUNTED: LockoutAttempt = { release: async () => undefined, fail: async () => undefined };
+
 export default fp(
   async function lockout(app: FastifyInstance) {
-    const serial = new KeyedLock();
     const keyOf = (request: FastifyRequest) => `${LOCKOUT_KEY_PREFIX}${request.ip}`;
 
     app.decorate<Lockout>('lockout', {
-      async recordFailure(request) {
-        const settings = await app.store.settings.get();
-        if (settings.rate_limit_mode === 'requests') return;
+      async begin(request) {
+        const settings = app.settings.current();
+        if (settings.rate_limit_mode === 'requests') return UNCOUNTED;
         const key = keyOf(request);
-        await serial.run(key, async () => {
-          const now = app.clock();
-          const periodMs = settings.login_lockout_minutes * 60_000;
-          const previous = await app.store.limiter.get(key);
-          if (previous && previous.locked_until > now) return; // already locked (a request that raced the lock)
-          // A counting period starts with its first failure and lasts the lockout duration; a lock
-          // that has ended starts a new one.
-          const fresh = !previous || previous.locked_until !== 0 || now - previous.window_start >= periodMs;
-          const record: LimiterRecord = fresh
-            ? { key, count: 1, window_start: now, locked_until: 0 }
-            : { ...previous, count: previous.count + 1 };
-          if (record.count >= settings.login_max_attempts) record.locked_until = now + periodMs;
-          await app.store.limiter.put(record, true);
-        });
+        const periodMs = settings.login_lockout_minutes * 60_000;
+        const now = app.clock();
+        // A counting period starts with its first attempt and lasts the lockout duration.
+        const record = await app.store.limiter.hit(key, periodMs, now);
+        if (record.locked_until > now) throw tooManyAttempts(record.locked_until - now);
+        if (record.count > settings.login_max_attempts) {
+          // The threshold's attempts are used up (failed, or still being evaluated): no more.
+          const locked = await app.store.limiter.lock(key, now + periodMs);
+          throw tooManyAttempts(locked.locked_until - now);
+        }
+        const count = record.count;
+        let settled = false;
+        return {
+          async release() {
+            if (settled) return;
+            settled = true;
+            await app.store.limiter.release(key).catch((error: unknown) => request.log.error({ err: error }, 'login attempt could not be taken back'));
+          },
+          async fail() {
+            if (settled) return;
+            settled = true;
+            if (count >= settings.login_max_attempts) await app.store.limiter.lock(key, app.clock() + periodMs);
+          },
+        };
       },
     });
 
     const refuseLocked = async (request: FastifyRequest) => {
-      const settings = await app.store.settings.get();
-      if (settings.rate_limit_mode === 'requests') return;
+      if (app.settings.current().rate_limit_mode === 'requests') return;
       const record = await app.store.limiter.get(keyOf(request));
       const now = app.clock();
       if (record && record.locked_until > now) throw tooManyAttempts(record.locked_until - now);
     };
     // Only the routes marked `lockout` carry the check (after the global auth and limit hooks),
-    // so every other request skips it entirely.
+    // so every other request skips it entirely. It refuses a locked IP before the body is read;
+    // the attempt itself is counted by the route (begin) once the request is valid.
     app.addHook('onRoute', (route) => {
       if (!route.config?.lockout) return;
       route.onRequest = [...(route.onRequest ? [route.onRequest].flat() : []), refuseLocked] as typeof route.onRequest;

@@ -1,16 +1,15 @@
 // Variant A of section 8, with @fastify/rate-limit: fixed one-minute windows for /auth/login
 // (per IP), password reset (forgot + reset, one window per IP) and everything else under /api/v1
 // (per user, per IP when unauthenticated). Limits are read from the settings on every request,
-// so a change applies at once. Windows live in the store's limiter repository (flushed lazily,
-// not fsynced per request) so they survive a restart. Active when `rate_limit_mode` is
-// `requests` or `both`. Also prunes ended windows and lockouts of both variants.
+// so a change applies at once. Windows live in the store's limiter repository, counted by one
+// atomic hit each (so several daemons of one database share them), and survive a restart.
+// Active when `rate_limit_mode` is `requests` or `both`. Also prunes ended windows and lockouts
+// of both variants.
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Settings } from '../../shared/settings.js';
-import type { LimiterRecord } from '../../store/types.js';
-import { KeyedLock } from '../auth/keyed-lock.js';
 import { routeOf } from './auth.js';
 
 export type LimitScope = 'login' | 'reset' | 'user';
@@ -35,24 +34,13 @@ const LIMIT_SETTING: Record<LimitScope, keyof Settings> = {
 
 /** A @fastify/rate-limit store over the limiter repository: one fixed window per key. */
 function limiterStoreFor(app: FastifyInstance) {
-  const serial = new KeyedLock();
   return class LimiterStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow = WINDOW_MS): void {
-      serial
-        .run(key, async () => {
-          const now = app.clock();
-          const previous = await app.store.limiter.get(key);
-          const record: LimiterRecord =
-            !previous || now >= previous.window_start + timeWindow
-              ? { key, count: 1, window_start: now, locked_until: 0 }
-              : { ...previous, count: previous.count + 1 };
-          await app.store.limiter.put(record, false);
-          return { current: record.count, ttl: record.window_start + timeWindow - now };
-        })
-        .then(
-          (result) => callback(null, result),
-          (error: Error) => callback(error),
-        );
+      const now = app.clock();
+      app.store.limiter.hit(key, timeWindow, now, { durable: false }).then(
+        (record) => callback(null, { current: record.count, ttl: Math.max(0, record.window_start + timeWindow - now) }),
+        (error: Error) => callback(error),
+      );
     }
 
     child(): FastifyRateLimitStore {
@@ -76,7 +64,7 @@ export default fp(
         app.createRateLimit({
           timeWindow: WINDOW_MS,
           keyGenerator: (request) => clientKey(request, scope),
-          max: async () => (await app.store.settings.get())[LIMIT_SETTING[scope]] as number,
+          max: () => app.settings.current()[LIMIT_SETTING[scope]] as number,
         }),
       ]),
     ) as Record<LimitScope, ReturnType<FastifyInstance['createRateLimit']>>;
@@ -100,12 +88,12 @@ export default fp(
     // without a promise or a turn of the microtask queue.
     app.addHook('onRequest', (request, reply, done) => {
       if (!request.url.startsWith('/api/v1/') || EXEMPT_ROUTES.has(routeOf(request).url ?? '')) return done();
-      if (app.store.settings.current().rate_limit_mode === 'lockout') return done();
+      if (app.settings.current().rate_limit_mode === 'lockout') return done();
       limit(request, reply).then(() => done(), done);
     });
 
     const prune = async () => {
-      const settings = await app.store.settings.get();
+      const settings = app.settings.current();
       const keepMs = Math.max(WINDOW_MS, settings.login_lockout_minutes * 60_000);
       await app.store.limiter.prune(app.clock(), keepMs);
     };

@@ -1,10 +1,13 @@
 // An append-only JSON-lines file with group commit: appends made in the same turn of the event
 // loop, or while one batch is being written and fsynced, join one batch, so a burst costs a few
-// writes and fsyncs, and each append resolves only once its line is on disk (when `durable`).
-import { writeSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+// writes and fsyncs, and each append resolves only once its line is on disk (when durable).
+// A batch is acknowledged only when every byte was written (and fsynced); when a write fails
+// part-way, the file is cut back to its last good length before anything else is appended, so
+// a torn line is never followed by a good one.
+import type { FileHandle } from 'node:fs/promises';
+import { DiskWriteError, realFileOps, writeFully, type FileOps } from './file-ops.js';
 
-interface Pending {
+interface Batch {
   lines: string[];
   /** Whether any line of the batch must be fsynced before it is acknowledged. */
   durable: boolean;
@@ -13,20 +16,47 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+export interface AppendLogOptions {
+  durable?: boolean;
+  mode?: number;
+  ops?: FileOps;
+  /**
+   * When a batch fails, also fail the batch queued behind it (its lines may depend on the
+   * failed ones: the store's journal). Default false (independent lines: delivery logs).
+   */
+  failQueuedOnError?: boolean;
+  /** Told at once (before any append's promise rejects) that a batch failed. */
+  onError?: (error: unknown) => void;
+}
+
 export class AppendLog {
   #handle: FileHandle | null = null;
+  /** Bytes known to be complete on disk (null until the file is opened). */
+  #goodLength: number | null = null;
+  /** A failed write left bytes past #goodLength that must be cut off first. */
+  #torn = false;
   #inFlight: Promise<void> | null = null;
-  #next: Pending | null = null;
+  #next: Batch | null = null;
   #scheduled = false;
+  readonly #durable: boolean;
+  readonly #mode: number;
+  readonly #ops: FileOps;
+  readonly #failQueued: boolean;
+  readonly #onError: ((error: unknown) => void) | undefined;
 
   constructor(
     readonly path: string,
-    private readonly durable = true,
-    private readonly mode = 0o600,
-  ) {}
+    options: AppendLogOptions = {},
+  ) {
+    this.#durable = options.durable ?? true;
+    this.#mode = options.mode ?? 0o600;
+    this.#ops = options.ops ?? realFileOps;
+    this.#failQueued = options.failQueuedOnError ?? false;
+    this.#onError = options.onError;
+  }
 
   /** `durable` (default: the log's own setting) false: acknowledged once written, without fsync. */
-  append(line: string, durable = this.durable): Promise<void> {
+  append(line: string, durable = this.#durable): Promise<void> {
     if (!this.#next) {
       let resolve!: () => void;
       let reject!: (error: unknown) => void;
@@ -50,6 +80,7 @@ export class AppendLog {
     return promise;
   }
 
+  /** Resolves when every append requested so far has finished (successfully or not). */
   async idle(): Promise<void> {
     while (this.#inFlight || this.#next) {
       await (this.#inFlight ?? this.#next?.promise)?.catch(() => undefined);
@@ -63,10 +94,10 @@ export class AppendLog {
     while (this.#inFlight || this.#next);
     const handle = this.#handle;
     this.#handle = null;
+    this.#goodLength = null;
     await handle?.close();
   }
 
-  /** Whether a file handle is open (the delivery log bounds how many are). */
   get isOpen(): boolean {
     return this.#handle !== null;
   }
@@ -79,7 +110,15 @@ export class AppendLog {
     const batch = this.#next!;
     this.#next = null;
     this.#inFlight = this.#write(batch.lines.join('\n') + '\n', batch.durable)
-      .then(batch.resolve, batch.reject)
+      .then(batch.resolve, (error) => {
+        this.#onError?.(error);
+        batch.reject(error);
+        if (this.#failQueued && this.#next) {
+          const queued = this.#next;
+          this.#next = null;
+          queued.reject(error);
+        }
+      })
       .finally(() => {
         this.#inFlight = null;
         if (this.#next) this.#start();
@@ -87,15 +126,30 @@ export class AppendLog {
   }
 
   async #write(text: string, durable: boolean): Promise<void> {
-    if (!this.#handle) this.#handle = await open(this.path, 'a', this.mode);
-    if (durable) {
-      await this.#handle.write(text);
-      await this.#handle.datasync();
-      return;
+    const ops = this.#ops;
+    try {
+      if (!this.#handle) {
+        this.#handle = await ops.open(this.path, 'a', this.#mode);
+        this.#goodLength = (await this.#handle.stat()).size;
+      }
+      if (this.#torn) {
+        await ops.truncate(this.path, this.#goodLength!);
+        this.#torn = false;
+      }
+      const bytes = Buffer.from(text);
+      this.#torn = true;
+      await writeFully(ops, this.#handle, bytes);
+      if (durable) await ops.sync(this.#handle);
+      this.#torn = false;
+      this.#goodLength! += bytes.length;
+    } catch (error) {
+      // The next batch first cuts the file back to #goodLength (retried until it succeeds).
+      if (this.#goodLength === null) this.#torn = false;
+      else await ops.truncate(this.path, this.#goodLength).then(
+        () => (this.#torn = false),
+        () => undefined,
+      );
+      throw error instanceof DiskWriteError ? error : new DiskWriteError(this.path, 'appending to', { cause: error });
     }
-    // Without fsync the write only reaches the page cache: done in place it costs a few
-    // microseconds, several times less than handing it to the thread pool (measured).
-    let bytes = Buffer.from(text);
-    while (bytes.length > 0) bytes = bytes.subarray(writeSync(this.#handle.fd, bytes));
   }
 }

@@ -1,17 +1,27 @@
-// Delivery logs, one JSON-lines file per endpoint under deliveries/. Recording an attempt
+// Delivery logs, one JSON-lines file per endpoint under deliveries/. Entry ids come from the
+// store's counter (increasing integers, short enough to type). Recording an attempt
 // appends one line to that endpoint's file only, so its cost does not grow with the number
 // of endpoints. A file is cut back to the newest 100 entries once it holds 200. Logs are
 // read from disk on request, so memory does not grow with log size, and at most
 // MAX_OPEN_FILES file handles stay open however many endpoints there are.
 import { mkdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DeliveryLogRepository } from '../store.js';
+import type { DeliveryLogQuery, DeliveryLogRepository } from '../store.js';
 import type { DeliveryLogEntry } from '../types.js';
 import { AppendLog } from './append-log.js';
-import { atomicWrite } from './durable-writer.js';
+import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
 
 export const LOG_RETENTION = 100;
 const MAX_OPEN_FILES = 1024;
+/** Entries kept in memory for reconnecting streams (`since`). */
+const RECENT = 1000;
+
+export interface DeliveryLogHost {
+  /** Reserves `count` entry ids; answers the first. */
+  reserveIds(count: number): number;
+  /** Told of each appended entry (the store's change feed). */
+  appended(entry: DeliveryLogEntry): void;
+}
 
 export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #logs = new Map<number, AppendLog>();
@@ -21,45 +31,78 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #recent = new Map<number, AppendLog>();
   /** Endpoints removed in this process: a late attempt must not bring their file back. */
   readonly #removed = new Set<number>();
-  #lastId = 0;
+  #latest: DeliveryLogEntry[] = [];
 
   constructor(
     readonly dir: string,
+    private readonly host: DeliveryLogHost,
+    private readonly ops: FileOps = realFileOps,
     private readonly retention = LOG_RETENTION,
   ) {}
 
-  static async open(dir: string): Promise<JsonDeliveryLog> {
+  static async open(dir: string, host: DeliveryLogHost, ops?: FileOps): Promise<JsonDeliveryLog> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    return new JsonDeliveryLog(dir);
+    return new JsonDeliveryLog(dir, host, ops);
   }
 
-  async append(entry: Omit<DeliveryLogEntry, 'id'>): Promise<DeliveryLogEntry> {
-    const endpointId = entry.endpoint_id;
+  async append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]> {
+    if (entries.length === 0) return [];
+    const first = this.host.reserveIds(entries.length);
+    const full = entries.map((entry, i): DeliveryLogEntry => ({ id: first + i, ...entry }));
+    // Per endpoint in id order (each endpoint's first append reads its file first).
+    const byEndpoint = new Map<number, DeliveryLogEntry[]>();
+    for (const entry of full) {
+      const list = byEndpoint.get(entry.endpoint_id);
+      if (list) list.push(entry);
+      else byEndpoint.set(entry.endpoint_id, [entry]);
+    }
+    await Promise.all(
+      [...byEndpoint].map(async ([endpointId, entries]) => {
+        if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
+        // From here the appends start in order (waits on a compaction resume in call order).
+        await Promise.all(entries.map((entry) => this.#appendOne(entry)));
+      }),
+    );
+    for (const entry of full) {
+      this.#latest.push(entry);
+      this.host.appended(entry);
+    }
+    if (this.#latest.length > RECENT * 2) this.#latest = this.#latest.slice(-RECENT);
+    return full;
+  }
+
+  async since(entryId: number, limit: number): Promise<DeliveryLogEntry[]> {
+    return this.#latest.filter((entry) => entry.id > entryId).slice(0, limit);
+  }
+
+  async #appendOne(full: DeliveryLogEntry): Promise<void> {
+    const endpointId = full.endpoint_id;
     if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
     while (this.#compacting.has(endpointId)) await this.#compacting.get(endpointId);
     // From here on synchronous up to the append, so a compaction cannot start in between.
-    // Ids from the clock (microsecond-scaled, strictly increasing) stay unique across restarts
-    // without scanning every log at start-up.
-    this.#lastId = Math.max(this.#lastId + 1, Date.now() * 1000);
-    const full: DeliveryLogEntry = { id: this.#lastId, ...entry };
-    if (this.#removed.has(endpointId)) return full;
+    if (this.#removed.has(endpointId)) return;
     const count = (this.#lineCounts.get(endpointId) ?? 0) + 1;
     this.#lineCounts.set(endpointId, count);
     const log = this.#log(endpointId);
     this.#touch(endpointId, log);
     const written = log.append(JSON.stringify(full));
     if (count >= this.retention * 2 && !this.#compacting.has(endpointId)) {
-      const job = this.#compact(endpointId).finally(() => this.#compacting.delete(endpointId));
+      // A failed compaction (a full disk) only leaves the file longer: the next one retries.
+      const job = this.#compact(endpointId)
+        .catch(() => undefined)
+        .finally(() => this.#compacting.delete(endpointId));
       this.#compacting.set(endpointId, job);
     }
     await written;
-    return full;
   }
 
-  async list(endpointId: number, limit = this.retention): Promise<DeliveryLogEntry[]> {
+  async list(endpointId: number, query: DeliveryLogQuery = {}): Promise<DeliveryLogEntry[]> {
     await this.#log(endpointId).idle();
-    const entries = await this.#read(endpointId);
-    return entries.slice(-Math.min(limit, this.retention)).reverse();
+    let entries = (await this.#read(endpointId)).slice(-this.retention).reverse();
+    if (query.failed !== undefined) entries = entries.filter((e) => e.success !== query.failed);
+    if (query.event !== undefined) entries = entries.filter((e) => e.event === query.event);
+    if (query.since !== undefined) entries = entries.filter((e) => Date.parse(e.created_at) >= query.since!);
+    return entries.slice(0, Math.min(query.limit ?? this.retention, this.retention));
   }
 
   async get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined> {
@@ -89,7 +132,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     let log = this.#logs.get(endpointId);
     if (!log) {
       // Logs are observability, not the source of truth (the outbox is): no fsync per line.
-      log = new AppendLog(this.#path(endpointId), false);
+      log = new AppendLog(this.#path(endpointId), { durable: false, ops: this.ops });
       this.#logs.set(endpointId, log);
     }
     return log;
@@ -150,7 +193,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     const log = this.#log(endpointId);
     await log.idle();
     const keep = (await this.#text(endpointId)).split('\n').filter(Boolean).slice(-this.retention);
-    await atomicWrite(this.#path(endpointId), keep.join('\n') + '\n', 0o600);
+    await replaceFile(this.ops, this.#path(endpointId), keep.join('\n') + '\n', 0o600);
     await log.reopen();
     this.#lineCounts.set(endpointId, keep.length);
   }

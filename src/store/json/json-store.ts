@@ -1,233 +1,217 @@
-// The JSON file store: one lowdb document (store.json) for records and settings, a journal for
-// the webhook outbox and per-endpoint delivery logs. Implements the Store interface.
-import { mkdir, readFile } from 'node:fs/promises';
+// The embedded JSON store. State lives in memory; every committed transaction is one line of a
+// write-ahead journal (journal-<gen>.jsonl), appended and fsynced with group commit: the
+// transactions that commit while one batch is on its way to disk share the next fsync, so the
+// cost of a write does not grow with the size of the store. store.json is a snapshot, rewritten
+// atomically once the journal has grown, after which older journal files are removed. At open
+// the snapshot is read and the journals since it are replayed.
+//
+// Transactions run one at a time (their bodies only touch memory, so they are short) and
+// commit without waiting for each other's fsync. A failed journal write fails that transaction
+// and every one committed after it, and rolls them back in reverse order: nothing is answered
+// as done that is not on disk, and nothing stays in memory that is not.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdir, readdir, readFile, rm, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
-import { DEFAULT_SETTINGS, type Settings, type SettingsPatch } from '../../shared/settings.js';
 import type { DataLayout } from '../../shared/paths.js';
-import { emptyData, migrate } from '../migrations.js';
+import { SCHEMA_VERSION, migrate } from '../migrations.js';
 import {
   StoreCorruptError,
-  StoreWriteError,
-  type ApiKeysRepository,
-  type LimiterRepository,
-  type SettingsRepository,
+  StoreUnavailableError,
+  type Change,
+  type ChangeFeed,
+  type Repositories,
   type Store,
-  type SubscriptionsRepository,
-  type UsersRepository,
+  type StoreInfo,
 } from '../store.js';
-import type {
-  ApiKeyRecord,
-  LimiterRecord,
-  ResetTokenRecord,
-  SiteRecord,
-  StoreData,
-  SubscriptionRecord,
-  UserRecord,
-  WebhookRecord,
-} from '../types.js';
-import { JsonCollection, type CollectionHost } from './collection.js';
+import type { DeliveryRecord } from '../types.js';
+import { AppendLog } from './append-log.js';
 import { JsonDeliveryLog } from './delivery-log.js';
-import { CoalescingWriter, type WriteFn } from './durable-writer.js';
-import { JsonOutbox } from './outbox.js';
-
-/** lowdb adapter: strict reads (a bad file is an error, never replaced) and coalesced durable writes. */
-class DurableJsonAdapter implements Adapter<StoreData> {
-  readonly writer: CoalescingWriter;
-
-  constructor(readonly path: string, writeFn?: WriteFn) {
-    this.writer = new CoalescingWriter(path, 0o600, writeFn);
-  }
-
-  async read(): Promise<StoreData | null> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new StoreCorruptError(this.path, (error as Error).message);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (error) {
-      throw new StoreCorruptError(this.path, `not valid JSON (${(error as Error).message})`);
-    }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      throw new StoreCorruptError(this.path, 'not a JSON object');
-    }
-    return parsed as StoreData;
-  }
-
-  write(data: StoreData): Promise<void> {
-    return this.writer.write(() => JSON.stringify(data));
-  }
-}
+import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
+import { JsonRepositories, type RunOptions } from './repositories.js';
+import { State, Writer, type Op, type Snapshot } from './state.js';
 
 export interface JsonStoreOptions {
   /** Create an empty store when the file does not exist (init); otherwise that is an error. */
   create?: boolean;
-  /** Replaces the disk write, for fault-injection tests. */
-  writeFn?: WriteFn;
-  /** How long coalesced, non-critical changes (request windows, lockout clean-up) may wait. */
-  lazyFlushMs?: number;
+  /** Replaces the disk operations, for fault-injection tests. */
+  fileOps?: Partial<FileOps>;
+  /** Told of what the store repaired at open (a torn journal tail), for the daemon's log. */
+  warn?: (message: string) => void;
   /**
-   * How long recorded API key uses (`last_used_at`) may wait for a write of their own. Any
-   * earlier write takes them along. Rewriting the whole store each second for them would cost a
-   * 2 MB write a second with 10,000 keys.
+   * How long recorded API key uses (`last_used_at`) may wait for a write of their own; any
+   * earlier write takes them along.
    */
   usageFlushMs?: number;
+  /** The journal is folded into a new snapshot once it exceeds this size and the snapshot's. */
+  compactAfterBytes?: number;
 }
 
-export class JsonStore implements Store, CollectionHost {
-  readonly users: UsersRepository;
-  readonly apiKeys: ApiKeysRepository;
-  readonly subscriptions: JsonCollection<SubscriptionRecord> & SubscriptionsRepository;
-  readonly sites: JsonCollection<SiteRecord>;
-  readonly webhooks: JsonCollection<WebhookRecord>;
-  readonly resetTokens: JsonCollection<ResetTokenRecord>;
-  readonly limiter: LimiterRepository;
-  readonly settings: SettingsRepository;
+/**
+ * lowdb adapter for the snapshot document (store.json): strict reads (a file that cannot be
+ * read is an error, never replaced) and byte-checked atomic writes. The document is kept as its
+ * JSON text: it is serialised under the store's lock, in one go, at a consistent point.
+ */
+class SnapshotAdapter implements Adapter<string | null> {
+  constructor(
+    readonly path: string,
+    private readonly ops: FileOps,
+  ) {}
 
-  #lazyTimer: NodeJS.Timeout | null = null;
-  #lazyDue = Infinity;
+  async read(): Promise<string | null> {
+    try {
+      return await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new StoreCorruptError(this.path, (error as Error).message);
+    }
+  }
+
+  async write(text: string | null): Promise<void> {
+    if (text !== null) await replaceFile(this.ops, this.path, text, 0o600);
+  }
+}
+
+interface JournalLine {
+  s: number;
+  o: Op[];
+}
+
+const JOURNAL = /^journal-(\d+)\.jsonl$/;
+const COMPACT_AFTER_BYTES = 16 * 1024 * 1024;
+
+/** One transaction at a time; `lock` resolves when it is the caller's turn. */
+class Mutex {
+  #tail: Promise<void> = Promise.resolve();
+
+  lock(): Promise<() => void> {
+    let unlock!: () => void;
+    const turn = new Promise<void>((resolve) => (unlock = resolve));
+    const ready = this.#tail.then(() => unlock);
+    this.#tail = this.#tail.then(() => turn);
+    return ready;
+  }
+}
+
+class LocalFeed implements ChangeFeed {
+  readonly synchronous = true;
+  readonly #listeners = new Set<(change: Change) => void>();
+
+  subscribe(listener: (change: Change) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  publish(changes: Change[]): void {
+    for (const change of changes) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(change);
+        } catch {
+          // A listener's failure is its own; the write stands.
+        }
+      }
+    }
+  }
+}
+
+export class JsonStore implements Store {
+  readonly info: StoreInfo;
+  readonly changes = new LocalFeed();
+  readonly users;
+  readonly apiKeys;
+  readonly subscriptions;
+  readonly sites;
+  readonly webhooks;
+  readonly resetTokens;
+  readonly revokedTokens;
+  readonly limiter;
+  readonly settings;
+  readonly outbox;
+  readonly deliveryLog: JsonDeliveryLog;
+
+  readonly #state: State;
+  readonly #paths: DataLayout;
+  readonly #ops: FileOps;
+  readonly #mutex = new Mutex();
+  readonly #context = new AsyncLocalStorage<Writer>();
+  readonly #compactAfter: number;
+  readonly #usageFlushMs: number;
+  #journal: AppendLog;
+  #gen: number;
+  #seq: number;
+  #journalBytes = 0;
+  #snapshotBytes: number;
+  /** Committed to memory and handed to the journal, not yet on disk: in commit order. */
+  #unsettled: Writer[] = [];
+  /** Set from a failed journal write until the writes after it are rolled back. */
+  #recovering: Promise<void> | null = null;
+  /** True from the moment a journal write fails until the rollback is done: nothing more is appended. */
+  #failing = false;
+  #compacting: Promise<void> | null = null;
+  #compactFailedAt = 0;
+  readonly #touched = new Set<number>();
+  #usageTimer: NodeJS.Timeout | null = null;
   #closed = false;
 
   private constructor(
-    private readonly db: Low<StoreData>,
-    private readonly adapter: DurableJsonAdapter,
-    readonly outbox: JsonOutbox,
-    readonly deliveryLog: JsonDeliveryLog,
-    private readonly lazyFlushMs: number,
-    private readonly usageFlushMs: number,
+    state: State,
+    paths: DataLayout,
+    ops: FileOps,
+    private readonly snapshotFile: Low<string | null>,
+    gen: number,
+    seq: number,
+    snapshotBytes: number,
+    options: JsonStoreOptions,
   ) {
-    const data = () => this.db.data;
-    const users = new JsonCollection<UserRecord>(this, 'users', () => data().users, {
-      email: (u) => u.email.toLowerCase(),
+    this.#state = state;
+    this.#paths = paths;
+    this.#ops = ops;
+    this.#gen = gen;
+    this.#seq = seq;
+    this.#snapshotBytes = snapshotBytes;
+    this.#compactAfter = options.compactAfterBytes ?? COMPACT_AFTER_BYTES;
+    this.#usageFlushMs = options.usageFlushMs ?? 30_000;
+    this.#journal = this.#openJournal(gen);
+    this.info = { kind: 'json', location: paths.store };
+    this.deliveryLog = new JsonDeliveryLog(
+      paths.deliveriesDir,
+      {
+        reserveIds: (count) => {
+          // The counter is journaled with the entries it numbers (not fsynced: logs are observability).
+          const first = (state.counters.delivery_log ?? 0) + 1;
+          state.counters.delivery_log = first + count - 1;
+          this.#append({ s: ++this.#seq, o: [{ t: 'counter', k: 'delivery_log', v: first + count - 1 }] }, false).catch(() => undefined);
+          return first;
+        },
+        appended: (entry) => this.changes.publish([{ kind: 'log', entry }]),
+      },
+      ops,
+    );
+    const repositories = new JsonRepositories(state, (change, runOptions) => this.#run(change, runOptions), this.deliveryLog, {
+      removeLogs: (ids) => this.#removeLogs(ids),
+      touched: (id) => this.#touch(id),
     });
-    const apiKeys = new JsonCollection<ApiKeyRecord>(this, 'api_keys', () => data().api_keys, {
-      hash: (k) => k.key_hash,
-    });
-    const subscriptions = new JsonCollection<SubscriptionRecord>(this, 'subscriptions', () => data().subscriptions);
-    this.sites = new JsonCollection(this, 'sites', () => data().sites);
-    this.webhooks = new JsonCollection(this, 'webhooks', () => data().webhooks);
-    this.resetTokens = new JsonCollection(this, 'reset_tokens', () => data().reset_tokens);
+    this.users = repositories.users;
+    this.apiKeys = repositories.apiKeys;
+    this.subscriptions = repositories.subscriptions;
+    this.sites = repositories.sites;
+    this.webhooks = repositories.webhooks;
+    this.resetTokens = repositories.resetTokens;
+    this.revokedTokens = repositories.revokedTokens;
+    this.limiter = repositories.limiter;
+    this.settings = repositories.settings;
+    this.outbox = repositories.outbox;
+  }
 
-    const store = this;
-    this.users = Object.assign(users, {
-      async byEmail(email: string) {
-        return users.lookup('email', email.toLowerCase());
-      },
-      async removeCascade(id: number) {
-        const user = users.getSync(id);
-        if (!user) return undefined;
-        const owned = (r: { user_id: number }) => r.user_id === id;
-        const keys = apiKeys.detachWhere(owned);
-        const hooks = store.webhooks.detachWhere(owned);
-        const tokens = store.resetTokens.detachWhere(owned);
-        const subs = subscriptions.detachWhere((s) => s.customer_id === id);
-        const subIds = new Set(subs.map((s) => s.id));
-        const sites = store.sites.detachWhere((s) => subIds.has(s.subscription_id));
-        try {
-          await users.remove(id);
-        } catch (error) {
-          apiKeys.reattach(keys);
-          store.webhooks.reattach(hooks);
-          store.resetTokens.reattach(tokens);
-          subscriptions.reattach(subs);
-          store.sites.reattach(sites);
-          throw error;
-        }
-        await Promise.all(hooks.map((hook) => store.deliveryLog.removeEndpoint(hook.id)));
-        return user;
-      },
-    });
-    this.subscriptions = Object.assign(subscriptions, {
-      async create(record: Omit<SubscriptionRecord, 'id'>) {
-        // The previous default loses its mark in memory first, so the insert's commit carries both.
-        const cleared = record.is_default
-          ? data().subscriptions.filter((s) => s.customer_id === record.customer_id && s.is_default)
-          : [];
-        const before = cleared.map((s) => ({ ...s }));
-        for (const s of cleared) Object.assign(s, { is_default: false, updated_at: record.created_at });
-        try {
-          return await subscriptions.insert(record);
-        } catch (error) {
-          cleared.forEach((s, i) => Object.assign(s, before[i]));
-          throw error;
-        }
-      },
-    });
-    // The second each key was last recorded as used in, so repeated uses in one second cost a lookup.
-    const touchedSecond = new WeakMap<ApiKeyRecord, number>();
-    this.apiKeys = Object.assign(apiKeys, {
-      async byHash(hash: string) {
-        return apiKeys.lookup('hash', hash);
-      },
-      touch(id: number, atMs: number) {
-        const key = apiKeys.getSync(id);
-        if (!key) return;
-        const second = Math.floor(atMs / 1000);
-        if (touchedSecond.get(key) === second) return;
-        touchedSecond.set(key, second);
-        key.last_used_at = new Date(second * 1000).toISOString();
-        store.#scheduleLazyWrite(store.usageFlushMs);
-      },
-    });
-
-    const limiterIndex = new Map<string, LimiterRecord>(data().limiter.map((r) => [r.key, r]));
-    this.limiter = {
-      async get(key) {
-        return limiterIndex.get(key);
-      },
-      async put(record, durable = true) {
-        const existing = limiterIndex.get(record.key);
-        if (existing) Object.assign(existing, record);
-        else {
-          const copy = { ...record };
-          limiterIndex.set(record.key, copy);
-          data().limiter.push(copy);
-        }
-        if (durable) await store.commit();
-        else store.#scheduleLazyWrite();
-      },
-      async delete(key) {
-        const existing = limiterIndex.get(key);
-        if (!existing) return;
-        limiterIndex.delete(key);
-        data().limiter.splice(data().limiter.indexOf(existing), 1);
-        store.#scheduleLazyWrite();
-      },
-      async prune(now, windowMs) {
-        const keep = data().limiter.filter((r) => r.locked_until > now || r.window_start + windowMs > now);
-        if (keep.length === data().limiter.length) return;
-        for (const r of data().limiter) if (!keep.includes(r)) limiterIndex.delete(r.key);
-        data().limiter = keep;
-        store.#scheduleLazyWrite();
-      },
-    };
-
-    // Read on every request (request limits): one frozen snapshot, rebuilt after each change.
-    let settings: Readonly<Settings> | null = null;
-    const currentSettings = () => (settings ??= Object.freeze({ ...DEFAULT_SETTINGS, ...data().settings }));
-    this.settings = {
-      async get(): Promise<Settings> {
-        return currentSettings();
-      },
-      current: currentSettings,
-      async update(patch: SettingsPatch): Promise<Settings> {
-        const before = { ...data().settings };
-        Object.assign(data().settings, patch);
-        settings = null;
-        try {
-          await store.commit();
-        } catch (error) {
-          data().settings = before;
-          settings = null;
-          throw error;
-        }
-        return currentSettings();
-      },
-    };
+  /** Whether the data directory holds a store (an initialised panel). */
+  static async exists(paths: DataLayout): Promise<boolean> {
+    try {
+      await readFile(paths.store);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -236,74 +220,331 @@ export class JsonStore implements Store, CollectionHost {
    * const store = await JsonStore.open(layout('/var/lib/panelctl'));
    */
   static async open(paths: DataLayout, options: JsonStoreOptions = {}): Promise<JsonStore> {
-    const adapter = new DurableJsonAdapter(paths.store, options.writeFn);
-    const initial = await adapter.read();
-    const existed = initial !== null;
-    // Given its data directly: one read of the file, not a second through db.read().
-    const db = new Low<StoreData>(adapter, initial ?? emptyData());
-    if (!existed && !options.create) {
-      throw new StoreCorruptError(paths.store, 'the file does not exist (run `panelctl init`)');
+    const ops = { ...realFileOps, ...options.fileOps };
+    const warn = options.warn ?? (() => undefined);
+    const snapshotFile = new Low<string | null>(new SnapshotAdapter(paths.store, ops), null);
+    await snapshotFile.read();
+    const text = snapshotFile.data;
+    if (text === null && !options.create) throw new StoreCorruptError(paths.store, 'the file does not exist (run `panelctl init`)');
+    let doc: Record<string, unknown> = {};
+    if (text !== null) {
+      try {
+        doc = JSON.parse(text) as Record<string, unknown>;
+      } catch (error) {
+        throw new StoreCorruptError(paths.store, `not valid JSON (${(error as Error).message})`);
+      }
+      if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new StoreCorruptError(paths.store, 'not a JSON object');
     }
-    let changed = !existed;
+    let rewrite = text === null;
     try {
-      changed = migrate(db.data as unknown as Record<string, unknown>) || changed;
+      rewrite = migrate(doc) || rewrite;
     } catch (error) {
       throw new StoreCorruptError(paths.store, (error as Error).message);
     }
+    const state = new State();
+    state.load(doc as unknown as Snapshot);
+    // Stores written before the journal kept the outbox in outbox.jsonl.
+    if (typeof doc.journal_gen !== 'number') {
+      await loadLegacyOutbox(paths, state);
+      rewrite = true;
+    }
     await mkdir(paths.root, { recursive: true, mode: 0o700 });
-    const outbox = await JsonOutbox.open(paths.outbox);
-    const deliveryLog = await JsonDeliveryLog.open(paths.deliveriesDir);
-    const store = new JsonStore(db, adapter, outbox, deliveryLog, options.lazyFlushMs ?? 1000, options.usageFlushMs ?? 30_000);
-    if (changed) await store.commit();
+    await mkdir(paths.deliveriesDir, { recursive: true, mode: 0o700 });
+    const snapshotGen = typeof doc.journal_gen === 'number' ? doc.journal_gen : 1;
+    const { gen, seq } = await replayJournals(paths.root, snapshotGen, state, warn);
+    const store = new JsonStore(state, paths, ops, snapshotFile, gen, seq, text?.length ?? 0, options);
+    if (rewrite) await store.#compactNow();
     return store;
   }
 
-  nextId(collection: string): number {
-    const counters = this.db.data.counters;
-    counters[collection] = (counters[collection] ?? 0) + 1;
-    return counters[collection];
-  }
-
-  async commit(): Promise<void> {
-    if (this.#closed) throw new StoreWriteError(this.adapter.path, new Error('store is closed'));
-    try {
-      await this.db.write();
-    } catch (error) {
-      throw error instanceof StoreWriteError ? error : new StoreWriteError(this.adapter.path, error);
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
+    if (this.#context.getStore()) {
+      return Promise.reject(new Error('store.transaction inside a transaction: use the tx repositories'));
     }
+    return this.#inTransaction(async (writer) => {
+      const tx = new JsonRepositories(this.#state, async (change) => change(writer), this.deliveryLog, {
+        removeLogs: (ids) => this.#removeLogs(ids),
+        touched: (id) => this.#touch(id),
+      });
+      return this.#context.run(writer, () => fn(tx));
+    });
   }
 
-  /** One pending lazy write, due at the earliest time any change asked for. */
-  #scheduleLazyWrite(delayMs = this.lazyFlushMs): void {
-    if (this.#closed) return;
-    const due = Date.now() + delayMs;
-    if (this.#lazyTimer && this.#lazyDue <= due) return;
-    if (this.#lazyTimer) clearTimeout(this.#lazyTimer);
-    this.#lazyDue = due;
-    this.#lazyTimer = setTimeout(() => {
-      this.#lazyTimer = null;
-      this.#lazyDue = Infinity;
-      this.db.write().catch(() => undefined);
-    }, delayMs);
-    this.#lazyTimer.unref();
+  async sharedSecret(): Promise<string | null> {
+    return null;
+  }
+
+  /** Pending deliveries, for status lines. */
+  get pendingDeliveries(): number {
+    return this.#state.deliveries.size;
   }
 
   async flush(): Promise<void> {
-    if (this.#lazyTimer) {
-      clearTimeout(this.#lazyTimer);
-      this.#lazyTimer = null;
-      this.#lazyDue = Infinity;
-      await this.commit();
-    }
-    await this.adapter.writer.idle();
-    await this.outbox.compact().catch(() => undefined);
+    await this.#flushUses();
+    await this.#journal.idle();
+    await this.#recovering;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
-    await this.flush();
+    await this.flush().catch(() => undefined);
+    await this.#compacting;
+    if (this.#journalBytes > 0) await this.#compactNow().catch(() => undefined);
     this.#closed = true;
-    await this.outbox.close();
+    if (this.#usageTimer) clearTimeout(this.#usageTimer);
+    await this.#journal.close();
     await this.deliveryLog.close();
   }
+
+  /** A change outside a transaction: its own commit (or, not durable, applied and written without waiting). */
+  #run<T>(change: (writer: Writer) => T, options: RunOptions = {}): Promise<T> {
+    const inside = this.#context.getStore();
+    if (inside) return Promise.reject(new Error('a store write inside a transaction must go through the tx repositories'));
+    if (options.durable === false) return this.#applyNow(change);
+    return this.#inTransaction(async (writer) => change(writer));
+  }
+
+  /** Soft state (request windows): applied and published at once, written without fsync or waiting. */
+  async #applyNow<T>(change: (writer: Writer) => T): Promise<T> {
+    this.#assertOpen();
+    const writer = new Writer(this.#state);
+    const result = change(writer);
+    if (writer.ops.length && !this.#failing) this.#append({ s: ++this.#seq, o: writer.ops }, false).catch(() => undefined);
+    this.changes.publish(writer.changes);
+    return result;
+  }
+
+  async #inTransaction<T>(body: (writer: Writer) => Promise<T>): Promise<T> {
+    this.#assertOpen();
+    const unlock = await this.#mutex.lock();
+    const writer = new Writer(this.#state);
+    let result: T;
+    try {
+      result = await body(writer);
+      if (this.#failing) throw new StoreUnavailableError('storage is unavailable: an earlier write failed');
+    } catch (error) {
+      writer.rollback();
+      unlock();
+      throw error;
+    }
+    if (writer.ops.length === 0) {
+      unlock();
+      this.changes.publish(writer.changes);
+      return result;
+    }
+    writer.seq = ++this.#seq;
+    this.#unsettled.push(writer);
+    const written = this.#append({ s: writer.seq, o: writer.ops }, writer.durable);
+    unlock();
+    try {
+      await written;
+    } catch (error) {
+      await this.#recovering;
+      throw new StoreUnavailableError('the change could not be saved: storage is unavailable; nothing was changed', { cause: error });
+    }
+    // Batches complete in order: everything up to this one is on disk.
+    const at = this.#unsettled.indexOf(writer);
+    if (at >= 0) this.#unsettled.splice(0, at + 1);
+    for (const after of writer.afterCommit) await Promise.resolve(after()).catch(() => undefined);
+    this.changes.publish(writer.changes);
+    this.#maybeCompact();
+    return result;
+  }
+
+  /**
+   * A journal write failed: every write not yet on disk is rolled back, newest first, once no
+   * transaction body runs (a body running now fails at its commit and rolls itself back first).
+   */
+  #onJournalError(): void {
+    this.#failing = true;
+    this.#recovering ??= (async () => {
+      const unlock = await this.#mutex.lock();
+      try {
+        const failed = this.#unsettled;
+        this.#unsettled = [];
+        for (let i = failed.length - 1; i >= 0; i--) failed[i].rollback();
+      } finally {
+        this.#failing = false;
+        this.#recovering = null;
+        unlock();
+      }
+    })();
+  }
+
+  #append(line: JournalLine, durable: boolean): Promise<void> {
+    const text = JSON.stringify(line);
+    this.#journalBytes += text.length + 1;
+    return this.#journal.append(text, durable);
+  }
+
+  #openJournal(gen: number): AppendLog {
+    return new AppendLog(join(this.#paths.root, `journal-${gen}.jsonl`), {
+      ops: this.#ops,
+      failQueuedOnError: true,
+      onError: () => this.#onJournalError(),
+    });
+  }
+
+  async #removeLogs(ids: number[]): Promise<void> {
+    await Promise.all(ids.map((id) => this.deliveryLog.removeEndpoint(id).catch(() => undefined)));
+  }
+
+  #touch(id: number): void {
+    this.#touched.add(id);
+    if (this.#usageTimer || this.#closed) return;
+    this.#usageTimer = setTimeout(() => {
+      this.#usageTimer = null;
+      void this.#flushUses().catch(() => undefined);
+    }, this.#usageFlushMs);
+    this.#usageTimer.unref();
+  }
+
+  async #flushUses(): Promise<void> {
+    if (this.#touched.size === 0) return;
+    const ids = [...this.#touched];
+    this.#touched.clear();
+    await this.#applyNow((writer) => {
+      for (const id of ids) {
+        const key = this.#state.api_keys.get(id);
+        if (key) writer.put('api_keys', key, false);
+      }
+    });
+  }
+
+  #maybeCompact(): void {
+    if (this.#compacting || this.#closed) return;
+    if (this.#journalBytes < Math.max(this.#compactAfter, this.#snapshotBytes)) return;
+    // After a failure (a full disk), try again a little later rather than on every write.
+    if (Date.now() - this.#compactFailedAt < 5_000) return;
+    this.#compacting = this.#compactNow()
+      .catch(() => {
+        this.#compactFailedAt = Date.now();
+      })
+      .finally(() => (this.#compacting = null));
+  }
+
+  /**
+   * Writes a snapshot of everything on disk so far and moves on to a new journal file; the
+   * older journals are removed once the snapshot is durable. Until then they are replayed at
+   * open, so a failed snapshot (a full disk) loses nothing.
+   */
+  async #compactNow(): Promise<void> {
+    const unlock = await this.#mutex.lock();
+    let snapshot: string;
+    let previous: AppendLog;
+    const gen = this.#gen + 1;
+    try {
+      await this.#journal.idle();
+      await this.#recoveringDone();
+      snapshot = this.#state.snapshot(SCHEMA_VERSION, gen);
+      previous = this.#journal;
+      this.#journal = this.#openJournal(gen);
+      this.#gen = gen;
+      this.#journalBytes = 0;
+    } finally {
+      unlock();
+    }
+    await previous.close();
+    this.snapshotFile.data = snapshot;
+    await this.snapshotFile.write();
+    this.snapshotFile.data = null;
+    this.#snapshotBytes = snapshot.length;
+    for (const name of await readdir(this.#paths.root)) {
+      const match = JOURNAL.exec(name);
+      if (match && Number(match[1]) < gen) await rm(join(this.#paths.root, name), { force: true });
+    }
+    await rm(this.#paths.outbox, { force: true });
+  }
+
+  async #recoveringDone(): Promise<void> {
+    // Called with the mutex held: a recovery waits for the mutex, so none can be half done here.
+    if (this.#unsettled.length) throw new StoreUnavailableError('storage is unavailable: writes are being rolled back');
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StoreUnavailableError('the store is closed');
+  }
 }
+
+/** Replays the journals from `fromGen` on, in order; a torn last line (never acknowledged) is cut off. */
+async function replayJournals(
+  root: string,
+  fromGen: number,
+  state: State,
+  warn: (message: string) => void,
+): Promise<{ gen: number; seq: number }> {
+  const gens = (await readdir(root))
+    .map((name) => JOURNAL.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .filter((g) => g >= fromGen)
+    .sort((a, b) => a - b);
+  let seq = 0;
+  for (const [index, gen] of gens.entries()) {
+    const path = join(root, `journal-${gen}.jsonl`);
+    const text = await readFile(path, 'utf8');
+    const lines = text.split('\n');
+    let good = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const raw = lines[i];
+      const complete = i < lines.length - 1;
+      if (raw === '' && complete) {
+        good += 1;
+        continue;
+      }
+      if (raw === '') break;
+      let line: JournalLine | null = null;
+      try {
+        line = complete ? (JSON.parse(raw) as JournalLine) : null;
+      } catch {
+        line = null;
+      }
+      if (!line || !Array.isArray(line.o)) {
+        const rest = lines.slice(i + 1).every((l) => l === '');
+        if (index === gens.length - 1 && rest) {
+          await truncate(path, good);
+          warn(`${path}: cut off an incomplete last line (${Buffer.byteLength(raw)} bytes), a write that was never acknowledged`);
+          break;
+        }
+        throw new StoreCorruptError(path, `line ${i + 1} is not valid JSON`);
+      }
+      for (const op of line.o) state.apply(op);
+      seq = Math.max(seq, line.s);
+      good += Buffer.byteLength(raw) + 1;
+    }
+  }
+  return { gen: gens.length ? gens[gens.length - 1] : fromGen, seq };
+}
+
+/** Reads the pending deliveries of a store written before the journal (outbox.jsonl). */
+async function loadLegacyOutbox(paths: DataLayout, state: State): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(paths.outbox, 'utf8');
+  } catch {
+    return;
+  }
+  const pending = new Map<string, DeliveryRecord>();
+  for (const raw of text.split('\n')) {
+    if (!raw) continue;
+    let line: { t: string; deliveries?: DeliveryRecord[]; delivery?: DeliveryRecord; id?: string; state?: string; attempts?: number; next_attempt_at?: number };
+    try {
+      line = JSON.parse(raw);
+    } catch {
+      continue; // a torn last line: never acknowledged
+    }
+    if (line.t === 'e') for (const d of line.deliveries ?? []) pending.set(d.id, d);
+    else if (line.t === 'd' && line.delivery) pending.set(line.delivery.id, line.delivery);
+    else if (line.t === 'u' && line.id) {
+      const d = pending.get(line.id);
+      if (!d) continue;
+      if (line.state !== 'pending') pending.delete(line.id);
+      else pending.set(line.id, { ...d, attempts: line.attempts ?? d.attempts, next_attempt_at: line.next_attempt_at ?? d.next_attempt_at });
+    }
+  }
+  for (const d of pending.values()) {
+    state.deliveries.put({ ...d, owner_id: d.owner_id ?? state.webhooks.get(d.endpoint_id)?.user_id ?? null });
+  }
+}
+
+export { SCHEMA_VERSION };

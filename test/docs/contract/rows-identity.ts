@@ -3,6 +3,7 @@
 import { PASSWORD, op, type Ctx, type Row } from './harness.js';
 
 const LOGIN = op('POST', 'auth/login');
+const LOGOUT = op('POST', 'auth/logout');
 const KEYS = 'auth/api-keys';
 const KEY = 'auth/api-keys/{id}';
 const SETUP = op('POST', 'auth/2fa/setup');
@@ -65,6 +66,11 @@ export const IDENTITY_ROWS: Row[] = [
   { op: DISABLE, status: 409, case: 'not enabled', as: 'customer', error: 'conflict', body: WRONG_CODE },
   { op: DISABLE, status: 422, case: 'empty code', as: 'flow2fa', error: 'validation failed', body: { totp_code: '' } },
   { op: DISABLE, status: 200, case: 'a fresh code', as: 'flow2fa', body: (ctx: Ctx) => ({ totp_code: ctx.totp(ctx.scratch.flowSecret, 1) }) },
+
+  // logout (after the 2FA flow: it revokes that user's token, which no later row uses)
+  { op: LOGOUT, status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
+  { op: LOGOUT, status: 403, case: 'with an API key', as: 'customerKey', error: 'jwt required' },
+  { op: LOGOUT, status: 200, case: 'the presented JWT is revoked', as: 'flow2fa' },
 
   // password reset
   { op: FORGOT, status: 200, case: 'an existing account', as: 'none', body: (ctx) => ({ email: ctx.customerEmail }) },

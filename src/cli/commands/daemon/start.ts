@@ -8,7 +8,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, layout } from '../../../shared/paths.js';
 import { EXIT } from '../../../shared/errors.js';
 import type { Context } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
-import { reportInit } from '../init.js';
+import { databaseUrlOf, reportInit } from '../init.js';
 import { waitForHealth } from './health.js';
 
 export interface DaemonStartOptions {
@@ -19,6 +19,7 @@ export interface DaemonStartOptions {
   tlsCert?: string;
   tlsKey?: string;
   allowPrivateWebhooks?: boolean;
+  databaseUrl?: string;
   logLevel: string;
 }
 
@@ -32,6 +33,7 @@ export function daemonStartCommand(ctx: Context): Command {
     .option('--tls-cert <file>', 'PEM certificate to serve instead of the generated one')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .option('--allow-private-webhooks', 'allow webhook deliveries to loopback and private networks')
+    .option('--database-url <url>', 'keep the store in this PostgreSQL database, shared with other daemons (also PANELCTL_DATABASE_URL)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug']).default('info'))
     .action(async (options: DaemonStartOptions) => daemonStartRun(ctx, options));
 }
@@ -47,12 +49,21 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   if (Boolean(options.tlsCert) !== Boolean(options.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
   const dir = ctx.dataDir();
   const paths = layout(dir);
-  const { isInitialised, initDataDir } = await import('../../../daemon/init.js');
+  const { AlreadyInitialisedError, isInitialised, initDataDir, prepareDataDir } = await import('../../../daemon/init.js');
   const { readPid, isAlive } = await import('../../../daemon/lock.js');
+  const databaseUrl = databaseUrlOf(ctx, options.databaseUrl);
 
   const pid = await readPid(paths.pidFile);
   if (pid && isAlive(pid)) throw new CliError(`the daemon is already running (pid ${pid}) for ${dir}`, EXIT.ERROR);
-  if (!(await isInitialised(dir))) reportInit(ctx, await initDataDir(dir));
+  try {
+    // A new data directory for a database that holds a panel already (another daemon's): only
+    // the directory and its TLS certificate are made; the users are the database's.
+    if (!(await isInitialised(dir, databaseUrl))) reportInit(ctx, await initDataDir(dir, { databaseUrl }));
+    else if (databaseUrl) await prepareDataDir(dir);
+  } catch (error) {
+    if (!(error instanceof AlreadyInitialisedError)) throw new CliError(`cannot start the daemon: ${(error as Error).message}`, EXIT.ERROR);
+    await prepareDataDir(dir);
+  }
 
   if (options.foreground) {
     // One listener for the process's whole life. A stop requested while starting (daemon.json
@@ -75,6 +86,7 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
         tlsCert: options.tlsCert,
         tlsKey: options.tlsKey,
         allowPrivateWebhooks: options.allowPrivateWebhooks,
+        databaseUrl,
         logLevel: options.logLevel,
       });
     } catch (error) {
@@ -93,7 +105,9 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   if (options.tlsCert) args.push('--tls-cert', options.tlsCert, '--tls-key', options.tlsKey!);
   if (options.allowPrivateWebhooks) args.push('--allow-private-webhooks');
   const log = openSync(paths.logFile, 'a', 0o600);
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: ctx.env });
+  // The database URL may hold a password: it goes to the child in its environment, not its argv.
+  const env = databaseUrl ? { ...ctx.env, PANELCTL_DATABASE_URL: databaseUrl } : ctx.env;
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   closeSync(log);
   let exited: number | null = null;
   child.on('exit', (code) => {

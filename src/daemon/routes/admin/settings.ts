@@ -15,7 +15,7 @@ export default async function settingsRoutes(app: FastifyInstance) {
         response: { 200: EnvelopeOf(SettingsSchema), ...errorResponses(401, 403) },
       },
     },
-    async () => ok(await app.store.settings.get()),
+    async () => ok(await app.settings.refresh()),
   );
 
   app.put<{ Body: SettingsPatch }>(
@@ -30,6 +30,6 @@ export default async function settingsRoutes(app: FastifyInstance) {
         response: { 200: EnvelopeOf(SettingsSchema), ...errorResponses(400, 401, 403, 422) },
       },
     },
-    async (request) => ok(await app.store.settings.update(request.body), 'settings updated'),
+    async (request) => ok(await app.settings.update(request.body), 'settings updated'),
   );
 }

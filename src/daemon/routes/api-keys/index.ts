@@ -83,8 +83,7 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const { userId } = principalOf(request);
-      const keys = await app.store.apiKeys.list((k) => k.user_id === userId);
-      return ok(keys.sort((a, b) => a.id - b.id).map(listed));
+      return ok((await app.store.apiKeys.listByUser(userId)).map(listed));
     },
   );
 

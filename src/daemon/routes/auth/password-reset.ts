@@ -1,5 +1,5 @@
 // POST /auth/forgot-password and /auth/reset-password. Both are public, share one request window
-// per IP, and count toward the IP's failure counter (every forgot request, every refused reset).
+// per IP, and count toward the IP's attempt counter (every forgot request, every refused reset).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
@@ -34,7 +34,9 @@ export default async function passwordResetRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      await app.lockout.recordFailure(request);
+      // Every request counts as a failed attempt (variant B): the answer never says whether it found anyone.
+      const attempt = await app.lockout.begin(request);
+      await attempt.fail();
       resets.request(request.body.email);
       return ok(null, FORGOT_MESSAGE);
     },
@@ -53,12 +55,15 @@ export default async function passwordResetRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
+      const attempt = await app.lockout.begin(request);
       try {
         await resets.complete(request.body.token, request.body.password);
       } catch (error) {
-        if (error instanceof ApiError && error.code === 'INVALID_TOKEN') await app.lockout.recordFailure(request);
+        if (error instanceof ApiError && error.code === 'INVALID_TOKEN') await attempt.fail();
+        else await attempt.release();
         throw error;
       }
+      await attempt.release();
       return ok(null, 'password changed: log in with the new password');
     },
   );

@@ -7,9 +7,9 @@ import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { normaliseHostname } from '../../../shared/hostname.js';
 import { CreateSiteBody, Site, SubscriptionContextQuery } from '../../../shared/api/sites.js';
+import { StoreConflictError } from '../../../store/store.js';
 import type { SiteRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
-import { domainChanges, publishChange } from '../subscriptions/changes.js';
 import { decimalQuery, resolveSubscription } from '../subscriptions/context.js';
 import { ListMemo } from '../list-memo.js';
 
@@ -17,8 +17,26 @@ function siteView(s: SiteRecord): Site {
   return { id: s.id, subscription_id: s.subscription_id, domain: s.domain, created_at: s.created_at };
 }
 
+/** The store's rules that a new site can break, as the messages users get. */
+function siteConflict(error: unknown, domain: string, subscriptionId: number): never {
+  if (error instanceof StoreConflictError) {
+    if (error.constraint === 'sites.domain') throw new ApiError('CONFLICT', `a site with domain ${domain} already exists`);
+    if (error.constraint === 'domains.owner') throw new ApiError('CONFLICT', `${domain} is the main domain of another customer's subscription`);
+    if (error.constraint === 'subscriptions.missing') throw new ApiError('NOT_FOUND', `subscription ${subscriptionId} not found`);
+  }
+  throw error;
+}
+
 export default async function siteRoutes(app: FastifyInstance) {
-  const lists = new ListMemo();
+  // Dropped on every site change the store reports; only when it reports them before the write
+  // resolves (another daemon's site would otherwise be missing from a memoised list for a moment).
+  const lists = app.store.changes.synchronous ? new ListMemo() : null;
+  if (lists) {
+    const unsubscribe = app.store.changes.subscribe((change) => {
+      if (change.kind === 'record' && change.collection === 'sites') lists.invalidate();
+    });
+    app.addHook('onClose', async () => unsubscribe());
+  }
 
   app.get<{ Querystring: SubscriptionContextQuery }>(
     '/sites',
@@ -42,13 +60,15 @@ export default async function siteRoutes(app: FastifyInstance) {
       // itself is memoised, per subscription (or "all" for an admin), until a site changes.
       const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
       const view = subscription ? `subscription:${subscription.id}` : principal.role === 'admin' ? 'all' : 'none';
-      return lists.send(reply, () => app.store.sites.revision(), view, async () => {
+      const build = async () => {
         let sites: SiteRecord[];
-        if (subscription) sites = await app.store.sites.list((s) => s.subscription_id === subscription.id);
+        if (subscription) sites = await app.store.sites.listBySubscription(subscription.id);
         else if (principal.role === 'admin') sites = await app.store.sites.list();
         else sites = [];
-        return ok(sites.sort((a, b) => a.id - b.id).map(siteView));
-      });
+        return ok(sites.map(siteView));
+      };
+      if (!lists) return build();
+      return lists.send(reply, view, build);
     },
   );
 
@@ -76,32 +96,21 @@ export default async function siteRoutes(app: FastifyInstance) {
         throw new ApiError('BAD_REQUEST', 'subscription_id: is required when an admin creates a site');
       }
 
-      const { site, customerId } = await domainChanges.run(async () => {
-        const subscription = await resolveSubscription(app.store, principal, request.body.subscription_id);
+      // The site and its site.created event commit together; the store keeps domains unique.
+      const site = await app.store.transaction(async (tx) => {
+        const subscription = await resolveSubscription(tx, principal, request.body.subscription_id);
         if (!subscription) {
           throw new ApiError('VALIDATION_FAILED', 'subscription_id: you have no subscription to create the site in; ask an admin for one');
         }
         if (subscription.status !== 'active') {
           throw new ApiError('CONFLICT', `subscription ${subscription.id} is ${subscription.status} and accepts no new sites`);
         }
-        const taken = await app.store.sites.find((s) => s.domain === domain.value);
-        if (taken) throw new ApiError('CONFLICT', `a site with domain ${domain.value} already exists`);
-        const claimed = await app.store.subscriptions.find((s) => s.main_domain === domain.value && s.customer_id !== subscription.customer_id);
-        if (claimed) throw new ApiError('CONFLICT', `${domain.value} is the main domain of another customer's subscription`);
-        const site = await app.store.sites.insert({
-          subscription_id: subscription.id,
-          domain: domain.value,
-          created_at: new Date(app.clock()).toISOString(),
-        });
-        return { site, customerId: subscription.customer_id };
+        const site = await tx.sites
+          .insert({ subscription_id: subscription.id, domain: domain.value, created_at: new Date(app.clock()).toISOString() })
+          .catch((error: unknown) => siteConflict(error, domain.value, subscription.id));
+        await app.events.publish({ event: 'site.created', data: { site_id: site.id, domain: site.domain }, owner_id: subscription.customer_id }, tx);
+        return site;
       });
-
-      await publishChange(
-        request,
-        { event: 'site.created', data: { site_id: site.id, domain: site.domain }, owner_id: customerId },
-        `site ${site.id}`,
-        () => domainChanges.run(() => app.store.sites.remove(site.id)),
-      );
       reply.code(201);
       return ok(siteView(site), 'site created');
     },
@@ -121,21 +130,18 @@ export default async function siteRoutes(app: FastifyInstance) {
     async (request) => {
       const principal = principalOf(request);
       const { id } = request.params;
-      const { site, customerId } = await domainChanges.run(async () => {
-        const site = await app.store.sites.get(id);
+      await app.store.transaction(async (tx) => {
+        const site = await tx.sites.get(id);
         if (!site) throw new ApiError('NOT_FOUND', `site ${id} not found`);
-        const subscription = await app.store.subscriptions.get(site.subscription_id);
+        const subscription = await tx.subscriptions.get(site.subscription_id);
         // Sites of a deleted customer go with their subscriptions, so a site always has one.
         const customerId = subscription?.customer_id ?? null;
         if (principal.role !== 'admin' && customerId !== principal.userId) {
           throw new ApiError('FORBIDDEN', `site ${id} belongs to another customer`);
         }
-        await app.store.sites.remove(id);
-        return { site, customerId };
+        if (!(await tx.sites.remove(id))) throw new ApiError('NOT_FOUND', `site ${id} not found`);
+        await app.events.publish({ event: 'site.deleted', data: { site_id: site.id, domain: site.domain }, owner_id: customerId }, tx);
       });
-
-      // A removed record cannot be put back under its id, so a failed publish is reported, not undone.
-      await publishChange(request, { event: 'site.deleted', data: { site_id: site.id, domain: site.domain }, owner_id: customerId }, `site ${id} deletion`);
       return ok({ id }, 'site deleted');
     },
   );

@@ -3,15 +3,9 @@
 // every hosted feature (sites today).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
-import type { Store } from '../../../store/store.js';
+import type { Repositories } from '../../../store/store.js';
 import type { SubscriptionRecord } from '../../../store/types.js';
 import type { Principal } from '../../services.js';
-
-/** The customer's default: the one marked default, else the oldest (lowest id); undefined when they have none. */
-export async function defaultSubscription(store: Store, customerId: number): Promise<SubscriptionRecord | undefined> {
-  const own = await store.subscriptions.list((s) => s.customer_id === customerId);
-  return own.find((s) => s.is_default) ?? own.reduce<SubscriptionRecord | undefined>((oldest, s) => (!oldest || s.id < oldest.id ? s : oldest), undefined);
-}
 
 /**
  * Resolves the subscription a request works in.
@@ -20,7 +14,7 @@ export async function defaultSubscription(store: Store, customerId: number): Pro
  * - absent, admin: null (no narrowing: an admin works across all subscriptions).
  */
 export async function resolveSubscription(
-  store: Store,
+  store: Repositories,
   principal: Principal,
   requested: number | undefined,
 ): Promise<SubscriptionRecord | null> {
@@ -33,7 +27,8 @@ export async function resolveSubscription(
     return subscription;
   }
   if (principal.role === 'admin') return null;
-  return (await defaultSubscription(store, principal.userId)) ?? null;
+  // The one marked default, else the oldest (the store's rule).
+  return (await store.subscriptions.defaultFor(principal.userId)) ?? null;
 }
 
 /**

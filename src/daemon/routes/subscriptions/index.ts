@@ -7,9 +7,9 @@ import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { normaliseHostname } from '../../../shared/hostname.js';
 import { CreateSubscriptionBody, Subscription } from '../../../shared/api/subscriptions.js';
+import { StoreConflictError } from '../../../store/store.js';
 import type { SubscriptionRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
-import { domainChanges, publishChange } from './changes.js';
 
 export function subscriptionView(s: SubscriptionRecord): Subscription {
   return {
@@ -37,10 +37,8 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
     async (request) => {
       const principal = principalOf(request);
       const list =
-        principal.role === 'admin'
-          ? await app.store.subscriptions.list()
-          : await app.store.subscriptions.list((s) => s.customer_id === principal.userId);
-      return ok(list.sort((a, b) => a.id - b.id).map(subscriptionView));
+        principal.role === 'admin' ? await app.store.subscriptions.list() : await app.store.subscriptions.listByCustomer(principal.userId);
+      return ok(list.map(subscriptionView));
     },
   );
 
@@ -64,47 +62,37 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
       const { customer_id: customerId, is_default: wantsDefault = false } = request.body;
       const domain = normaliseHostname(request.body.main_domain);
       if ('error' in domain) throw new ApiError('VALIDATION_FAILED', `main_domain: ${domain.error}`);
-      const { subscription, previousDefault } = await domainChanges.run(async () => {
-        const customer = await app.store.users.get(customerId);
+      // The subscription (with the customer's default mark moved) and its event commit together;
+      // the store keeps main domains unique and apart from other customers' sites.
+      const subscription = await app.store.transaction(async (tx) => {
+        const customer = await tx.users.get(customerId);
         if (!customer) throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist`);
         if (customer.role !== 'customer') {
           throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} has role ${customer.role}, not customer`);
         }
-        const taken = await app.store.subscriptions.find((s) => s.main_domain === domain.value);
-        if (taken) throw new ApiError('CONFLICT', `a subscription with main domain ${domain.value} already exists (subscription ${taken.id})`);
-        const site = await app.store.sites.find((s) => s.domain === domain.value);
-        const siteOwner = site && (await app.store.subscriptions.get(site.subscription_id))?.customer_id;
-        if (site && siteOwner !== customerId) throw new ApiError('CONFLICT', `${domain.value} is a site of another customer`);
-
-        const own = await app.store.subscriptions.list((s) => s.customer_id === customerId);
-        const isDefault = own.length === 0 || wantsDefault;
-        // A copy taken before the change, for the undo below.
-        const previous = own.find((s) => s.is_default);
-        const previousDefault = isDefault && previous ? { ...previous } : undefined;
+        // A customer's first subscription is their default whatever was asked.
+        const isDefault = wantsDefault || (await tx.subscriptions.defaultFor(customerId)) === undefined;
         const now = new Date(app.clock()).toISOString();
-        const subscription = await app.store.subscriptions.create({
-          customer_id: customerId,
-          main_domain: domain.value,
-          is_default: isDefault,
-          status: 'active',
-          created_at: now,
-          updated_at: now,
-        });
-        return { subscription, previousDefault };
-      });
-
-      await publishChange(
-        request,
-        { event: 'subscription.created', data: { subscription_id: subscription.id, main_domain: subscription.main_domain }, owner_id: customerId },
-        `subscription ${subscription.id}`,
-        () =>
-          domainChanges.run(async () => {
-            await app.store.subscriptions.remove(subscription.id);
-            if (previousDefault) {
-              await app.store.subscriptions.update(previousDefault.id, { is_default: true, updated_at: previousDefault.updated_at });
+        const subscription = await tx.subscriptions
+          .insert({ customer_id: customerId, main_domain: domain.value, is_default: isDefault, status: 'active', created_at: now, updated_at: now })
+          .catch((error: unknown) => {
+            if (error instanceof StoreConflictError) {
+              if (error.constraint === 'subscriptions.main_domain') {
+                throw new ApiError('CONFLICT', `a subscription with main domain ${domain.value} already exists`);
+              }
+              if (error.constraint === 'domains.owner') throw new ApiError('CONFLICT', `${domain.value} is a site of another customer`);
+              if (error.constraint === 'users.customer') {
+                throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist or is not a customer`);
+              }
             }
-          }),
-      );
+            throw error;
+          });
+        await app.events.publish(
+          { event: 'subscription.created', data: { subscription_id: subscription.id, main_domain: subscription.main_domain }, owner_id: customerId },
+          tx,
+        );
+        return subscription;
+      });
       reply.code(201);
       return ok(subscriptionView(subscription), 'subscription created');
     },
@@ -125,21 +113,19 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const { id } = request.params;
-      const { subscription, before } = await domainChanges.run(async () => {
-        const current = await app.store.subscriptions.get(id);
+      const subscription = await app.store.transaction(async (tx) => {
+        const current = await tx.subscriptions.get(id);
         if (!current) throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
         if (current.status === 'suspended') throw new ApiError('CONFLICT', `subscription ${id} is already suspended`);
-        const before = { status: current.status, updated_at: current.updated_at };
-        const updated = await app.store.subscriptions.update(id, { status: 'suspended', updated_at: new Date(app.clock()).toISOString() });
-        return { subscription: updated!, before };
+        const updated = await tx.subscriptions.update(id, { status: 'suspended', updated_at: new Date(app.clock()).toISOString() });
+        if (!updated) throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
+        await app.events.publish(
+          { event: 'subscription.suspended', data: { subscription_id: id, main_domain: updated.main_domain }, owner_id: updated.customer_id },
+          tx,
+        );
+        return updated;
       });
 
-      await publishChange(
-        request,
-        { event: 'subscription.suspended', data: { subscription_id: id, main_domain: subscription.main_domain }, owner_id: subscription.customer_id },
-        `subscription ${id}`,
-        () => domainChanges.run(() => app.store.subscriptions.update(id, before)),
-      );
       return ok(subscriptionView(subscription), 'subscription suspended');
     },
   );

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { CreateUserBody, UserDetail } from '../../../shared/api/users.js';
+import { StoreConflictError } from '../../../store/store.js';
 import { newUserRecord } from '../../auth/password.js';
 import { principalOf } from '../../plugins/auth.js';
 import { userDetail } from '../auth/users-view.js';
@@ -46,9 +47,14 @@ export default async function userRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const { email, name, password, role } = request.body;
       const normalised = email.trim().toLowerCase();
-      if (await app.store.users.byEmail(normalised)) throw new ApiError('CONFLICT', `a user with email ${normalised} already exists`);
       const now = new Date(app.clock()).toISOString();
-      const user = await app.store.users.insert(await newUserRecord({ email: normalised, name, password, role }, now));
+      // The store keeps emails unique (case-insensitive), also between concurrent requests.
+      const user = await app.store.users.insert(await newUserRecord({ email: normalised, name, password, role }, now)).catch((error: unknown) => {
+        if (error instanceof StoreConflictError && error.constraint === 'users.email') {
+          throw new ApiError('CONFLICT', `a user with email ${normalised} already exists`);
+        }
+        throw error;
+      });
       reply.code(201);
       return ok(userDetail(user), 'user created');
     },
@@ -69,7 +75,8 @@ export default async function userRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       if (id === principalOf(request).userId) throw new ApiError('CONFLICT', 'you cannot delete your own account');
-      const removed = await app.store.users.removeCascade(id);
+      // The store removes what the user owns with them (keys, endpoints, subscriptions and sites).
+      const removed = await app.store.users.remove(id);
       if (!removed) throw new ApiError('NOT_FOUND', `user ${id} not found`);
       return ok({ id }, 'user deleted');
     },

@@ -22,23 +22,30 @@ function outcome(entry: DeliveryLogEntry): string {
 }
 
 export default async function deliveryRoutes(app: FastifyInstance) {
-  /** Queues a manual delivery to one endpoint and waits for its first attempt. */
+  /**
+   * Queues a manual delivery to one endpoint, has this daemon's dispatcher claim it at once
+   * (past every other endpoint's queue), and waits for its first attempt's log entry, which
+   * arrives through the store's change feed whichever daemon made the attempt.
+   */
   async function sendNow(endpoint: WebhookRecord, input: PublishInput, body?: string): Promise<DeliveryLogEntry> {
     const deliveryId = randomUUID();
     const first = app.dispatcher.firstAttempt(deliveryId);
     try {
-      await app.events.publishTo(endpoint, input, body, deliveryId);
+      await app.events.publishTo(endpoint, input, { body, deliveryId });
     } catch (error) {
       app.dispatcher.forget(deliveryId);
       first.catch(() => undefined);
       throw error;
     }
+    app.dispatcher.sendNow(deliveryId);
     try {
       return await first;
     } catch (error) {
       if (!(error instanceof DeliveryNotAttempted)) throw error;
       if (error.reason === 'endpoint gone') throw new ApiError('NOT_FOUND', `webhook ${endpoint.id} was removed before the attempt`);
-      if (error.reason === 'not logged') throw new ApiError('STORAGE_UNAVAILABLE', error.message);
+      if (error.reason === 'not logged' || error.reason === 'no answer') {
+        throw new ApiError('STORAGE_UNAVAILABLE', error.message, { headers: { 'retry-after': '5' } });
+      }
       throw new ApiError('SHUTTING_DOWN', `the delivery was queued but not attempted: ${error.message}`);
     }
   }
@@ -59,8 +66,9 @@ export default async function deliveryRoutes(app: FastifyInstance) {
       const { id } = request.params;
       assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
       const { limit = 100, success } = request.query;
-      let entries = await app.store.deliveryLog.list(id);
-      if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
+      // The store narrows to failed attempts; successful ones are picked from the (at most 100) kept.
+      let entries = success === false ? await app.store.deliveryLog.list(id, { limit, failed: true }) : await app.store.deliveryLog.list(id);
+      if (success === true) entries = entries.filter((entry) => entry.success);
       // Entries recorded without request_headers (seeded, or older builds) show an empty set.
       return ok(entries.slice(0, limit).map((entry) => ({ ...entry, request_headers: entry.request_headers ?? {} })));
     },

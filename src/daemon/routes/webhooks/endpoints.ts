@@ -107,8 +107,8 @@ export default async function endpointRoutes(app: FastifyInstance) {
         throw new ApiError('FORBIDDEN', "only admins may list other users' webhook endpoints");
       }
       const owner = userId ?? principal.userId;
-      const records = await app.store.webhooks.list(all ? undefined : (w) => w.user_id === owner);
-      return ok(records.sort((a, b) => a.id - b.id).map(endpointView));
+      const records = all ? await app.store.webhooks.list() : await app.store.webhooks.listByUser(owner);
+      return ok(records.map(endpointView));
     },
   );
 
@@ -173,8 +173,8 @@ export default async function endpointRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      // The store removes its pending deliveries and its delivery log with it.
       if (!(await app.store.webhooks.remove(id))) throw new ApiError('NOT_FOUND', `webhook ${id} not found`);
-      await app.store.deliveryLog.removeEndpoint(id);
       return ok({ id }, 'webhook endpoint deleted');
     },
   );

@@ -1,7 +1,8 @@
 // GET /webhooks/deliveries/stream: every new delivery log entry of the caller's endpoints (an
 // admin's: all) as Server-Sent Events, `event: delivery`, `id: <entry id>`, `data: <entry>`.
-// A reconnect with Last-Event-ID first gets the recent entries it missed. Streams end when the
-// daemon closes, so they never hold a shutdown open.
+// Entries come from the store's change feed, so attempts made by any daemon of the store appear;
+// a reconnect with Last-Event-ID first gets the entries it missed from the store's log. Streams
+// end when the daemon closes, so they never hold a shutdown open.
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
@@ -46,7 +47,7 @@ export default async function streamRoutes(app: FastifyInstance) {
       const endpointId = request.query.endpoint_id;
       if (endpointId !== undefined) assertOwnership(request, await app.store.webhooks.get(endpointId), 'webhook', endpointId);
       const seesAll = principal.role === 'admin';
-      const wanted = (entry: DeliveryLogEntry, ownerId: number) =>
+      const wanted = (entry: DeliveryLogEntry, ownerId: number | null) =>
         endpointId !== undefined ? entry.endpoint_id === endpointId : seesAll || ownerId === principal.userId;
 
       reply.hijack();
@@ -77,12 +78,30 @@ export default async function streamRoutes(app: FastifyInstance) {
       };
       write(': connected\n\n');
       const lastEventId = Number(request.headers['last-event-id']);
-      if (Number.isSafeInteger(lastEventId) && lastEventId > 0) {
-        for (const { entry, ownerId } of app.dispatcher.entriesSince(lastEventId)) if (wanted(entry, ownerId)) write(sseFrame(entry));
-      }
-      unsubscribe = app.dispatcher.onEntry((entry, ownerId) => {
+      // Live entries that arrive while the missed ones are read wait, so the order holds and
+      // none is sent twice.
+      const send = (entry: DeliveryLogEntry, ownerId: number | null) => {
         if (wanted(entry, ownerId)) write(sseFrame(entry));
+      };
+      let backlog: Array<{ entry: DeliveryLogEntry; ownerId: number | null }> | null = null;
+      unsubscribe = app.dispatcher.onEntry((entry, ownerId) => {
+        if (backlog) backlog.push({ entry, ownerId });
+        else send(entry, ownerId);
       });
+      if (Number.isSafeInteger(lastEventId) && lastEventId > 0) {
+        backlog = [];
+        const replayed = new Set<number>();
+        try {
+          for (const { entry, ownerId } of await app.dispatcher.entriesSince(lastEventId)) {
+            replayed.add(entry.id);
+            send(entry, ownerId);
+          }
+        } catch (error) {
+          request.log.error({ err: error }, 'missed delivery log entries could not be read');
+        }
+        for (const { entry, ownerId } of backlog) if (entry.id > lastEventId && !replayed.has(entry.id)) send(entry, ownerId);
+        backlog = null;
+      }
       keepalive = setInterval(() => write(': keepalive\n\n'), KEEPALIVE_MS);
       keepalive.unref();
       if (ended) return end();

@@ -1,0 +1,138 @@
+// Claims of the JSON store's outbox: pending deliveries indexed per endpoint (new ones and
+// retries, each in due order), with leases held in memory. One process owns a JSON store, so a
+// lease never has to outlive it: after a crash every pending delivery is offered again, which
+// is what an expired lease means. Claiming serves endpoints in turn, so one endpoint's backlog
+// does not hold back the others.
+import type { ClaimOptions } from '../store.js';
+import type { DeliveryRecord } from '../types.js';
+
+interface Lane {
+  owner: number | null;
+  fresh: Map<string, DeliveryRecord>;
+  retries: Map<string, DeliveryRecord>;
+}
+
+interface Lease {
+  owner: string;
+  until: number;
+}
+
+export class OutboxLanes {
+  /** Endpoints with pending deliveries; an endpoint served by a claim moves to the end (turns). */
+  readonly #lanes = new Map<number, Lane>();
+  readonly #leases = new Map<string, Lease>();
+
+  /** Keeps the lanes in step with the deliveries table (put, delete, undo and replay alike). */
+  onChange = (previous: DeliveryRecord | undefined, next: DeliveryRecord | undefined): void => {
+    if (previous) this.#remove(previous);
+    if (next && next.state === 'pending') this.#add(next);
+    if (!next && previous) this.#leases.delete(previous.id);
+  };
+
+  claim(options: ClaimOptions, lookup: (id: string) => DeliveryRecord | undefined): DeliveryRecord[] {
+    const { now, limit } = options;
+    const taken: DeliveryRecord[] = [];
+    if (limit <= 0) return taken;
+    if (options.ids) {
+      for (const id of options.ids) {
+        const delivery = lookup(id);
+        if (delivery && delivery.state === 'pending' && delivery.next_attempt_at <= now && this.#free(id, now)) taken.push(delivery);
+        if (taken.length >= limit) break;
+      }
+    } else {
+      const skipEndpoints = new Set(options.skipEndpoints ?? []);
+      const skipOwners = new Set(options.skipOwners ?? []);
+      const served: number[] = [];
+      for (const [endpointId, lane] of this.#lanes) {
+        if (taken.length >= limit) break;
+        if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner))) continue;
+        const before = taken.length;
+        this.#takeDue(lane, now, Math.min(options.perEndpoint, limit - taken.length), taken);
+        if (taken.length > before) served.push(endpointId);
+      }
+      for (const endpointId of served) {
+        const lane = this.#lanes.get(endpointId)!;
+        this.#lanes.delete(endpointId);
+        this.#lanes.set(endpointId, lane);
+      }
+      taken.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
+    }
+    for (const delivery of taken) this.#leases.set(delivery.id, { owner: options.owner, until: now + options.leaseMs });
+    return taken;
+  }
+
+  /** An endpoint's pending deliveries. */
+  ofEndpoint(endpointId: number): DeliveryRecord[] {
+    const lane = this.#lanes.get(endpointId);
+    return lane ? [...lane.retries.values(), ...lane.fresh.values()] : [];
+  }
+
+  /** Whether `owner` holds the delivery's lease (live or ended but not taken by another). */
+  holds(owner: string, id: string): boolean {
+    return this.#leases.get(id)?.owner === owner;
+  }
+
+  release(owner: string, id: string): void {
+    if (this.holds(owner, id)) this.#leases.delete(id);
+  }
+
+  nextDueAt(): number | null {
+    let next: number | null = null;
+    for (const lane of this.#lanes.values()) {
+      for (const map of [lane.retries, lane.fresh]) {
+        for (const delivery of map.values()) {
+          if (next === null || delivery.next_attempt_at < next) next = delivery.next_attempt_at;
+          break;
+        }
+      }
+    }
+    return next;
+  }
+
+  clear(): void {
+    this.#lanes.clear();
+    this.#leases.clear();
+  }
+
+  #free(id: string, now: number): boolean {
+    const lease = this.#leases.get(id);
+    return !lease || lease.until <= now;
+  }
+
+  /**
+   * Up to `count` due, unleased deliveries of one lane in due order. Each map is in insertion
+   * order, which is due order for deliveries queued "now" and for retries (2 s after their
+   * attempt); one queued for later is passed over, not waited for.
+   */
+  #takeDue(lane: Lane, now: number, count: number, into: DeliveryRecord[]): void {
+    const due: DeliveryRecord[] = [];
+    for (const map of [lane.retries, lane.fresh]) {
+      let found = 0;
+      for (const delivery of map.values()) {
+        if (found >= count) break;
+        if (delivery.next_attempt_at > now || !this.#free(delivery.id, now)) continue;
+        due.push(delivery);
+        found++;
+      }
+    }
+    due.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
+    into.push(...due.slice(0, count));
+  }
+
+  #add(delivery: DeliveryRecord): void {
+    let lane = this.#lanes.get(delivery.endpoint_id);
+    if (!lane) {
+      lane = { owner: delivery.owner_id ?? null, fresh: new Map(), retries: new Map() };
+      this.#lanes.set(delivery.endpoint_id, lane);
+    }
+    (delivery.attempts > 0 ? lane.retries : lane.fresh).set(delivery.id, delivery);
+  }
+
+  #remove(delivery: DeliveryRecord): void {
+    const lane = this.#lanes.get(delivery.endpoint_id);
+    if (!lane) return;
+    lane.fresh.delete(delivery.id);
+    lane.retries.delete(delivery.id);
+    if (lane.fresh.size === 0 && lane.retries.size === 0) this.#lanes.delete(delivery.endpoint_id);
+  }
+}

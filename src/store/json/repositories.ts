@@ -1,0 +1,385 @@
+// The JSON store's repositories. Reads look at memory; changes go through `run`, which hands
+// the change a Writer: the transaction's own inside `store.transaction`, else a fresh one
+// committed on its own. The store's rules (unique keys, references, cascades) are checked
+// here, inside the single-threaded change, so concurrent requests cannot both pass them.
+import { subscribes } from '../../shared/events.js';
+import type { Settings, SettingsPatch } from '../../shared/settings.js';
+import {
+  StoreConflictError,
+  type ApiKeysRepository,
+  type ClaimOptions,
+  type DeliveryLogRepository,
+  type DeliveryOutcome,
+  type HitOptions,
+  type LimiterRepository,
+  type NewRecord,
+  type OutboxRepository,
+  type Repositories,
+  type ResetTokensRepository,
+  type RevokedTokensRepository,
+  type SettingsRepository,
+  type SitesRepository,
+  type SubscriptionsRepository,
+  type UsersRepository,
+  type WebhooksRepository,
+} from '../store.js';
+import type {
+  ApiKeyRecord,
+  DeliveryRecord,
+  EventRecord,
+  LimiterRecord,
+  ResetTokenRecord,
+  SiteRecord,
+  SubscriptionRecord,
+  UserRecord,
+  WebhookRecord,
+} from '../types.js';
+import { lower, type RevokedToken, type State, type Writer } from './state.js';
+
+export interface RunOptions {
+  /** false: written without fsync, and not waited for (soft state such as request windows). */
+  durable?: boolean;
+}
+
+/** Runs a change with a Writer: synchronously inside a transaction, or as its own commit. */
+export type Run = <T>(change: (writer: Writer) => T, options?: RunOptions) => Promise<T>;
+
+const byId = <T extends { id: number }>(a: T, b: T) => a.id - b.id;
+
+function sorted<T extends { id: number }>(records: T[]): T[] {
+  return records.sort(byId);
+}
+
+export class JsonRepositories implements Repositories {
+  readonly users: UsersRepository;
+  readonly apiKeys: ApiKeysRepository;
+  readonly subscriptions: SubscriptionsRepository;
+  readonly sites: SitesRepository;
+  readonly webhooks: WebhooksRepository;
+  readonly resetTokens: ResetTokensRepository;
+  readonly revokedTokens: RevokedTokensRepository;
+  readonly limiter: LimiterRepository;
+  readonly settings: SettingsRepository;
+  readonly outbox: OutboxRepository;
+
+  constructor(
+    state: State,
+    run: Run,
+    readonly deliveryLog: DeliveryLogRepository,
+    hooks: {
+      /** Endpoints whose log files go once their removal is committed. */
+      removeLogs(endpointIds: number[]): Promise<void>;
+      /** An API key whose use was recorded in memory only. */
+      touched(id: number): void;
+    },
+  ) {
+    const removeWebhook = (w: Writer, id: number): WebhookRecord | undefined => {
+      const removed = w.delete<WebhookRecord>('webhooks', id);
+      if (!removed) return undefined;
+      for (const delivery of state.lanes.ofEndpoint(id)) w.delete('deliveries', delivery.id);
+      w.change({ kind: 'record', collection: 'webhooks', id });
+      w.afterCommit.push(() => hooks.removeLogs([id]));
+      return removed;
+    };
+    const removeSubscription = (w: Writer, id: number): SubscriptionRecord | undefined => {
+      const removed = w.delete<SubscriptionRecord>('subscriptions', id);
+      if (!removed) return undefined;
+      for (const site of state.sites.byGroup('subscription', id)) {
+        w.delete('sites', site.id);
+        w.change({ kind: 'record', collection: 'sites', id: site.id });
+      }
+      w.change({ kind: 'record', collection: 'subscriptions', id });
+      return removed;
+    };
+    const emailTaken = (email: string, except?: number) => {
+      const other = state.users.byUnique('email', lower(email));
+      if (other && other.id !== except) throw new StoreConflictError('users.email', `a user with email ${lower(email)} already exists`);
+    };
+
+    this.users = {
+      get: async (id) => state.users.get(id),
+      byEmail: async (email) => state.users.byUnique('email', lower(email)),
+      list: async () => sorted(state.users.values()),
+      count: async () => state.users.size,
+      insert: (record) =>
+        run((w) => {
+          emailTaken(record.email);
+          const user = w.put('users', { id: w.nextId('users'), ...record } as UserRecord);
+          w.change({ kind: 'record', collection: 'users', id: user.id });
+          return user;
+        }),
+      update: (id, patch) =>
+        run((w) => {
+          const current = state.users.get(id);
+          if (!current) return undefined;
+          if (patch.email !== undefined) emailTaken(patch.email, id);
+          const user = w.put('users', { ...current, ...patch, id } as UserRecord);
+          w.change({ kind: 'record', collection: 'users', id });
+          return user;
+        }),
+      remove: (id) =>
+        run((w) => {
+          const user = w.delete<UserRecord>('users', id);
+          if (!user) return undefined;
+          for (const key of state.api_keys.byGroup('user', id)) {
+            w.delete('api_keys', key.id);
+            w.change({ kind: 'record', collection: 'api_keys', id: key.id });
+          }
+          for (const hook of state.webhooks.byGroup('user', id)) removeWebhook(w, hook.id);
+          for (const token of state.reset_tokens.byGroup('user', id)) w.delete('reset_tokens', token.id);
+          for (const subscription of state.subscriptions.byGroup('customer', id)) removeSubscription(w, subscription.id);
+          w.change({ kind: 'record', collection: 'users', id });
+          return user;
+        }),
+    };
+
+    this.apiKeys = {
+      get: async (id) => state.api_keys.get(id),
+      byHash: async (hash) => state.api_keys.byUnique('hash', hash),
+      listByUser: async (userId) => sorted(state.api_keys.byGroup('user', userId)),
+      insert: (record) =>
+        run((w) => {
+          const key = w.put('api_keys', { id: w.nextId('api_keys'), ...record } as ApiKeyRecord);
+          w.change({ kind: 'record', collection: 'api_keys', id: key.id });
+          return key;
+        }),
+      remove: (id) =>
+        run((w) => {
+          const key = w.delete<ApiKeyRecord>('api_keys', id);
+          if (key) w.change({ kind: 'record', collection: 'api_keys', id });
+          return key;
+        }),
+      touch: async (id, atMs) => {
+        const key = state.api_keys.get(id);
+        if (!key) return;
+        const at = new Date(Math.floor(atMs / 1000) * 1000).toISOString();
+        if (key.last_used_at !== null && key.last_used_at >= at) return;
+        // In memory at once; written with the next write, or by the store's timer. No change
+        // event: a use changes no one's access, and caches must not be dropped per request.
+        state.api_keys.put({ ...key, last_used_at: at });
+        hooks.touched(id);
+      },
+    };
+
+    const defaultFor = (customerId: number) => {
+      const own = sorted(state.subscriptions.byGroup('customer', customerId));
+      return own.find((s) => s.is_default) ?? own[0];
+    };
+    this.subscriptions = {
+      get: async (id) => state.subscriptions.get(id),
+      list: async () => sorted(state.subscriptions.values()),
+      listByCustomer: async (customerId) => sorted(state.subscriptions.byGroup('customer', customerId)),
+      defaultFor: async (customerId) => defaultFor(customerId),
+      insert: (record) =>
+        run((w) => {
+          const customer = state.users.get(record.customer_id);
+          if (!customer || customer.role !== 'customer') {
+            throw new StoreConflictError('users.customer', `user ${record.customer_id} is not a customer`);
+          }
+          const taken = state.subscriptions.byUnique('main_domain', record.main_domain);
+          if (taken) {
+            throw new StoreConflictError('subscriptions.main_domain', `a subscription with main domain ${record.main_domain} already exists (subscription ${taken.id})`);
+          }
+          const site = state.sites.byUnique('domain', record.main_domain);
+          if (site && state.subscriptions.get(site.subscription_id)?.customer_id !== record.customer_id) {
+            throw new StoreConflictError('domains.owner', `${record.main_domain} is a site of another customer`);
+          }
+          const own = state.subscriptions.byGroup('customer', record.customer_id);
+          const isDefault = record.is_default || own.length === 0;
+          if (isDefault) {
+            for (const other of own) {
+              if (!other.is_default) continue;
+              w.put('subscriptions', { ...other, is_default: false, updated_at: record.created_at });
+              w.change({ kind: 'record', collection: 'subscriptions', id: other.id });
+            }
+          }
+          const subscription = w.put('subscriptions', { id: w.nextId('subscriptions'), ...record, is_default: isDefault } as SubscriptionRecord);
+          w.change({ kind: 'record', collection: 'subscriptions', id: subscription.id });
+          return subscription;
+        }),
+      update: (id, patch) =>
+        run((w) => {
+          const current = state.subscriptions.get(id);
+          if (!current) return undefined;
+          const updated = w.put('subscriptions', { ...current, ...patch, id });
+          w.change({ kind: 'record', collection: 'subscriptions', id });
+          return updated;
+        }),
+      remove: (id) => run((w) => removeSubscription(w, id)),
+    };
+
+    this.sites = {
+      get: async (id) => state.sites.get(id),
+      list: async () => sorted(state.sites.values()),
+      listBySubscription: async (subscriptionId) => sorted(state.sites.byGroup('subscription', subscriptionId)),
+      count: async () => state.sites.size,
+      insert: (record) =>
+        run((w) => {
+          const subscription = state.subscriptions.get(record.subscription_id);
+          if (!subscription) throw new StoreConflictError('subscriptions.missing', `subscription ${record.subscription_id} does not exist`);
+          if (state.sites.byUnique('domain', record.domain)) {
+            throw new StoreConflictError('sites.domain', `a site with domain ${record.domain} already exists`);
+          }
+          const claimed = state.subscriptions.byUnique('main_domain', record.domain);
+          if (claimed && claimed.customer_id !== subscription.customer_id) {
+            throw new StoreConflictError('domains.owner', `${record.domain} is the main domain of another customer's subscription`);
+          }
+          const site = w.put('sites', { id: w.nextId('sites'), ...record } as SiteRecord);
+          w.change({ kind: 'record', collection: 'sites', id: site.id });
+          return site;
+        }),
+      remove: (id) =>
+        run((w) => {
+          const site = w.delete<SiteRecord>('sites', id);
+          if (site) w.change({ kind: 'record', collection: 'sites', id });
+          return site;
+        }),
+    };
+
+    this.webhooks = {
+      get: async (id) => state.webhooks.get(id),
+      list: async () => sorted(state.webhooks.values()),
+      listByUser: async (userId) => sorted(state.webhooks.byGroup('user', userId)),
+      subscribedTo: async (event, ownerId) =>
+        sorted(
+          state.webhooks
+            .values()
+            .filter(
+              (w) =>
+                w.active &&
+                subscribes(w.events, event) &&
+                ((ownerId !== null && w.user_id === ownerId) || state.users.get(w.user_id)?.role === 'admin'),
+            ),
+        ),
+      count: async () => state.webhooks.size,
+      insert: (record) =>
+        run((w) => {
+          const hook = w.put('webhooks', { id: w.nextId('webhooks'), ...record } as WebhookRecord);
+          w.change({ kind: 'record', collection: 'webhooks', id: hook.id });
+          return hook;
+        }),
+      update: (id, patch) =>
+        run((w) => {
+          const current = state.webhooks.get(id);
+          if (!current) return undefined;
+          const hook = w.put('webhooks', { ...current, ...patch, id } as WebhookRecord);
+          w.change({ kind: 'record', collection: 'webhooks', id });
+          return hook;
+        }),
+      remove: (id) => run((w) => removeWebhook(w, id)),
+    };
+
+    this.resetTokens = {
+      byHash: async (hash) => state.reset_tokens.byUnique('hash', hash),
+      insert: (record) => run((w) => w.put('reset_tokens', { id: w.nextId('reset_tokens'), ...record } as ResetTokenRecord)),
+      markUsed: (id, at) =>
+        run((w) => {
+          const token = state.reset_tokens.get(id);
+          if (!token || token.used_at !== null) return false;
+          w.put('reset_tokens', { ...token, used_at: at });
+          return true;
+        }),
+      removeForUser: (userId, now) =>
+        run((w) => {
+          for (const token of state.reset_tokens.values()) {
+            if (token.user_id === userId || Date.parse(token.expires_at) <= now) w.delete('reset_tokens', token.id);
+          }
+        }),
+    };
+
+    this.revokedTokens = {
+      revoke: (jti, expiresAt) => run((w) => void w.put<RevokedToken>('revoked_tokens', { jti, expires_at: expiresAt })),
+      isRevoked: async (jti) => state.revoked_tokens.get(jti) !== undefined,
+      prune: (now) =>
+        run((w) => {
+          for (const token of state.revoked_tokens.values()) if (token.expires_at <= now) w.delete('revoked_tokens', token.jti, false);
+        }),
+    };
+
+    this.limiter = {
+      hit: (key: string, windowMs: number, now: number, options: HitOptions = {}) =>
+        run(
+          (w) => {
+            const previous = state.limiter.get(key);
+            const ended =
+              !previous || now >= previous.window_start + windowMs || (previous.locked_until !== 0 && previous.locked_until <= now);
+            const record: LimiterRecord = ended
+              ? { key, count: 1, window_start: now, locked_until: 0 }
+              : { ...previous, count: previous.count + 1 };
+            return w.put('limiter', record, options.durable ?? true);
+          },
+          { durable: options.durable ?? true },
+        ),
+      release: (key) =>
+        run((w) => {
+          const current = state.limiter.get(key);
+          if (current && current.count > 0) w.put('limiter', { ...current, count: current.count - 1 });
+        }),
+      lock: (key, until) =>
+        run((w) => {
+          const current = state.limiter.get(key) ?? { key, count: 0, window_start: until, locked_until: 0 };
+          return w.put('limiter', { ...current, locked_until: Math.max(current.locked_until, until) });
+        }),
+      get: async (key) => state.limiter.get(key),
+      prune: (now, windowMs) =>
+        run(
+          (w) => {
+            for (const record of state.limiter.values()) {
+              if (record.locked_until <= now && record.window_start + windowMs <= now) w.delete('limiter', record.key, false);
+            }
+          },
+          { durable: false },
+        ),
+    };
+
+    this.settings = {
+      get: async () => state.settingsView,
+      update: (patch: SettingsPatch) =>
+        run((w): Settings => {
+          w.setSettings({ ...state.settings, ...patch });
+          w.change({ kind: 'record', collection: 'settings', id: null });
+          return state.settingsView;
+        }),
+    };
+
+    this.outbox = {
+      enqueue: (_event: EventRecord, deliveries: DeliveryRecord[]) =>
+        run((w) => {
+          if (deliveries.length === 0) return;
+          w.enqueue(deliveries);
+          w.change({ kind: 'outbox' });
+        }),
+      // Copies: delivery records are not frozen (there can be very many), so none leaves the store.
+      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.get(id)).map((d) => ({ ...d })),
+      settle: (owner: string, outcomes: DeliveryOutcome[]) =>
+        run((w) => {
+          const recorded: string[] = [];
+          for (const outcome of outcomes) {
+            const current = state.deliveries.get(outcome.id);
+            if (!current || !state.lanes.holds(owner, outcome.id)) continue;
+            state.lanes.release(owner, outcome.id);
+            recorded.push(outcome.id);
+            // A pending retry is fsynced: its 2 s delay and the two-attempt limit must survive a
+            // crash. A final outcome is only written: lost in a crash, the delivery is sent once
+            // more, which at-least-once delivery allows (receivers deduplicate by X-Webhook-Delivery).
+            if (outcome.state === 'pending') {
+              w.put('deliveries', { ...current, attempts: outcome.attempts, next_attempt_at: outcome.next_attempt_at });
+            } else w.delete('deliveries', outcome.id, false);
+          }
+          if (outcomes.some((o) => o.state === 'pending')) w.change({ kind: 'outbox' });
+          return recorded;
+        }),
+      release: async (owner, ids) => {
+        for (const id of ids) state.lanes.release(owner, id);
+      },
+      nextDueAt: async () => state.lanes.nextDueAt(),
+      pendingCount: async () => state.deliveries.size,
+      get: async (id) => {
+        const found = state.deliveries.get(id);
+        return found && { ...found };
+      },
+    };
+  }
+}
+
+export type { NewRecord };

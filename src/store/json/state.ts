@@ -1,0 +1,228 @@
+// The JSON store's data in memory, and the one way it changes: operations. An operation puts or
+// deletes a whole record (or sets the settings or a counter), so applying it twice is harmless
+// and a journal of them replays to the same state. Every change goes through a Writer, which
+// records the operation for the journal and its inverse for a rollback.
+import { DEFAULT_SETTINGS, type Settings } from '../../shared/settings.js';
+import type {
+  ApiKeyRecord,
+  DeliveryRecord,
+  LimiterRecord,
+  ResetTokenRecord,
+  SiteRecord,
+  SubscriptionRecord,
+  UserRecord,
+  WebhookRecord,
+} from '../types.js';
+import type { Change } from '../store.js';
+import { OutboxLanes } from './outbox-lanes.js';
+import { Table } from './tables.js';
+
+export interface RevokedToken {
+  jti: string;
+  expires_at: number;
+}
+
+export type TableName =
+  | 'users'
+  | 'api_keys'
+  | 'subscriptions'
+  | 'sites'
+  | 'webhooks'
+  | 'reset_tokens'
+  | 'revoked_tokens'
+  | 'limiter'
+  | 'deliveries';
+
+export type Op =
+  | { t: TableName; k: number | string; v?: object }
+  /** Deliveries of one event: the body once, not once per endpoint. */
+  | { t: 'enqueue'; body: string; d: Omit<DeliveryRecord, 'body'>[] }
+  | { t: 'settings'; v: Partial<Settings> }
+  | { t: 'counter'; k: string; v: number };
+
+/** The snapshot file's document (store.json). */
+export interface Snapshot {
+  schema_version: number;
+  /** The first journal generation not contained in this snapshot. */
+  journal_gen: number;
+  counters: Record<string, number>;
+  users: UserRecord[];
+  api_keys: ApiKeyRecord[];
+  subscriptions: SubscriptionRecord[];
+  sites: SiteRecord[];
+  webhooks: WebhookRecord[];
+  reset_tokens: ResetTokenRecord[];
+  revoked_tokens: RevokedToken[];
+  limiter: LimiterRecord[];
+  settings: Partial<Settings>;
+  /** Pending deliveries (older snapshots); new ones are written grouped, as `outbox`. */
+  deliveries?: DeliveryRecord[];
+  /** Pending deliveries grouped by body: an event's payload once, not once per endpoint. */
+  outbox?: Array<{ body: string; d: Omit<DeliveryRecord, 'body'>[] }>;
+}
+
+export const lower = (s: string) => s.toLowerCase();
+
+export class State {
+  readonly users = new Table<UserRecord>((u) => u.id).unique('email', (u) => lower(u.email)).group('role', (u) => u.role);
+  readonly api_keys = new Table<ApiKeyRecord>((k) => k.id).unique('hash', (k) => k.key_hash).group('user', (k) => k.user_id);
+  readonly subscriptions = new Table<SubscriptionRecord>((s) => s.id)
+    .unique('main_domain', (s) => s.main_domain)
+    .group('customer', (s) => s.customer_id);
+  readonly sites = new Table<SiteRecord>((s) => s.id).unique('domain', (s) => s.domain).group('subscription', (s) => s.subscription_id);
+  readonly webhooks = new Table<WebhookRecord>((w) => w.id).group('user', (w) => w.user_id);
+  readonly reset_tokens = new Table<ResetTokenRecord>((t) => t.id).unique('hash', (t) => t.token_hash).group('user', (t) => t.user_id);
+  readonly revoked_tokens = new Table<RevokedToken, string>((t) => t.jti);
+  readonly limiter = new Table<LimiterRecord, string>((r) => r.key);
+  // Indexed per endpoint by the lanes (see OutboxLanes.ofEndpoint), not by the table.
+  readonly deliveries = new Table<DeliveryRecord, string>((d) => d.id, false);
+  readonly lanes = new OutboxLanes();
+  settings: Partial<Settings> = {};
+  counters: Record<string, number> = {};
+  #settingsView: Readonly<Settings> | null = null;
+
+  constructor() {
+    this.deliveries.onChange = this.lanes.onChange;
+  }
+
+  table(name: TableName): Table<object, number | string> {
+    return this[name] as unknown as Table<object, number | string>;
+  }
+
+  get settingsView(): Readonly<Settings> {
+    return (this.#settingsView ??= Object.freeze({ ...DEFAULT_SETTINGS, ...this.settings }));
+  }
+
+  setSettings(settings: Partial<Settings>): void {
+    this.settings = settings;
+    this.#settingsView = null;
+  }
+
+  /** Applies a journal operation (replay). */
+  apply(op: Op): void {
+    if (op.t === 'settings') this.setSettings(op.v);
+    else if (op.t === 'counter') this.counters[op.k] = Math.max(this.counters[op.k] ?? 0, op.v);
+    else if (op.t === 'enqueue') for (const d of op.d) this.deliveries.put({ ...d, body: op.body });
+    else if (op.v) this.table(op.t).put({ ...op.v });
+    else this.table(op.t).delete(op.k);
+  }
+
+  load(snapshot: Snapshot): void {
+    for (const name of ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'reset_tokens', 'revoked_tokens', 'limiter', 'deliveries'] as const) {
+      for (const record of snapshot[name] ?? []) this.table(name).put(record);
+    }
+    for (const group of snapshot.outbox ?? []) this.apply({ t: 'enqueue', body: group.body, d: group.d });
+    this.setSettings(snapshot.settings ?? {});
+    this.counters = { ...(snapshot.counters ?? {}) };
+  }
+
+  snapshot(schemaVersion: number, journalGen: number): string {
+    const doc: Snapshot = {
+      schema_version: schemaVersion,
+      journal_gen: journalGen,
+      counters: this.counters,
+      users: this.users.values(),
+      api_keys: this.api_keys.values(),
+      subscriptions: this.subscriptions.values(),
+      sites: this.sites.values(),
+      webhooks: this.webhooks.values(),
+      reset_tokens: this.reset_tokens.values(),
+      revoked_tokens: this.revoked_tokens.values(),
+      limiter: this.limiter.values(),
+      settings: this.settings,
+      outbox: groupByBody(this.deliveries.values()),
+    };
+    return JSON.stringify(doc);
+  }
+}
+
+function groupByBody(deliveries: DeliveryRecord[]): NonNullable<Snapshot['outbox']> {
+  const groups = new Map<string, Omit<DeliveryRecord, 'body'>[]>();
+  for (const { body, ...rest } of deliveries) {
+    let group = groups.get(body);
+    if (!group) groups.set(body, (group = []));
+    group.push(rest);
+  }
+  return [...groups].map(([body, d]) => ({ body, d }));
+}
+
+/**
+ * The changes of one transaction: applied to memory at once (so the transaction reads its own
+ * writes and the store's unique checks see them), recorded as journal operations, and undone in
+ * reverse order on rollback.
+ */
+export class Writer {
+  readonly ops: Op[] = [];
+  readonly changes: Change[] = [];
+  readonly afterCommit: Array<() => Promise<void> | void> = [];
+  readonly #undo: Array<() => void> = [];
+  /** Whether the journal line must be fsynced before the transaction resolves. */
+  durable = false;
+  seq = 0;
+
+  constructor(readonly state: State) {}
+
+  put<T extends object>(name: TableName, record: T, durable = true): T {
+    const table = this.state.table(name);
+    const previous = table.put(record);
+    const key = table.keyOf(record);
+    this.#undo.push(() => (previous ? table.put(previous) : table.delete(key)));
+    this.ops.push({ t: name, k: key, v: record });
+    this.durable ||= durable;
+    return record;
+  }
+
+  delete<T extends object>(name: TableName, key: number | string, durable = true): T | undefined {
+    const table = this.state.table(name);
+    const previous = table.delete(key);
+    if (!previous) return undefined;
+    this.#undo.push(() => table.put(previous));
+    this.ops.push({ t: name, k: key });
+    this.durable ||= durable;
+    return previous as T;
+  }
+
+  enqueue(deliveries: DeliveryRecord[]): void {
+    const table = this.state.deliveries;
+    const byBody = new Map<string, Omit<DeliveryRecord, 'body'>[]>();
+    for (const delivery of deliveries) {
+      if (table.get(delivery.id)) throw new Error(`delivery ${delivery.id} exists already`);
+      table.put({ ...delivery });
+      this.#undo.push(() => table.delete(delivery.id));
+      const { body, ...rest } = delivery;
+      let group = byBody.get(body);
+      if (!group) byBody.set(body, (group = []));
+      group.push(rest);
+    }
+    for (const [body, d] of byBody) this.ops.push({ t: 'enqueue', body, d });
+    this.durable = true;
+  }
+
+  setSettings(settings: Partial<Settings>): void {
+    const previous = this.state.settings;
+    this.state.setSettings(settings);
+    this.#undo.push(() => this.state.setSettings(previous));
+    this.ops.push({ t: 'settings', v: settings });
+    this.durable = true;
+  }
+
+  /** The next id of a counter (ids are never reused, even after a delete). */
+  nextId(counter: string, durable = true): number {
+    const counters = this.state.counters;
+    const previous = counters[counter] ?? 0;
+    counters[counter] = previous + 1;
+    this.#undo.push(() => (counters[counter] = previous));
+    this.ops.push({ t: 'counter', k: counter, v: previous + 1 });
+    this.durable ||= durable;
+    return previous + 1;
+  }
+
+  change(change: Change): void {
+    this.changes.push(change);
+  }
+
+  rollback(): void {
+    for (let i = this.#undo.length - 1; i >= 0; i--) this.#undo[i]();
+    this.#undo.length = 0;
+  }
+}

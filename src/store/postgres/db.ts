@@ -1,0 +1,120 @@
+// Where a repository's SQL runs: the pool (each call its own transaction) or one client inside
+// `store.transaction`. `atomic` groups several statements: a real transaction on the pool, a
+// savepoint inside a transaction (so a conflict the caller catches does not poison the rest).
+import pg from 'pg';
+import { mapError } from './errors.js';
+
+export type Row = Record<string, unknown>;
+
+export interface Db {
+  readonly inTransaction: boolean;
+  query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  atomic<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+}
+
+/** bigint (int8) columns as numbers: every id and epoch-ms time the store keeps is below 2^53. */
+export const pgTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+export class PoolDb implements Db {
+  readonly inTransaction = false;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    // Idle connections the server ended (a restart, pg_terminate_backend) answer their next
+    // query with the FATAL they were sent while idle: that query never ran, so it is sent again
+    // on another connection (the pool drops the dead one). At most once per pooled connection.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.pool.query<R>(text, values);
+      } catch (error) {
+        if (!endedWhileIdle(error) || attempt >= this.pool.options.max) throw mapError(error);
+      }
+    }
+  }
+
+  atomic<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    return withTransaction(this.pool, fn);
+  }
+}
+
+export class ClientDb implements Db {
+  readonly inTransaction = true;
+  #savepoints = 0;
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.client.query<R>(text, values);
+    } catch (error) {
+      throw mapError(error);
+    }
+  }
+
+  async atomic<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    const name = `sp_${++this.#savepoints}`;
+    await this.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await fn(this);
+      await this.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (error) {
+      await this.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => undefined);
+      throw error;
+    }
+  }
+}
+
+/**
+ * BEGIN on a pooled client, `fn`, COMMIT; ROLLBACK and rethrow (unchanged: it may be the
+ * caller's own error) when `fn` throws. Driver errors reach here already mapped by `query`.
+ */
+export async function withTransaction<T>(pool: pg.Pool, fn: (db: ClientDb) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw mapError(error);
+  }
+  // A client whose rollback failed (its connection is gone) is destroyed, not put back.
+  let broken: Error | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.query('BEGIN');
+      break;
+    } catch (error) {
+      client.release(error as Error);
+      if (!endedWhileIdle(error) || attempt >= pool.options.max) throw mapError(error);
+      try {
+        client = await pool.connect();
+      } catch (connectError) {
+        throw mapError(connectError);
+      }
+    }
+  }
+  const db = new ClientDb(client);
+  try {
+    const result = await fn(db);
+    await db.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch (rollbackError) {
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** The server ended this connection before the statement was sent (admin or crash shutdown). */
+function endedWhileIdle(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === '57P01' || code === '57P02';
+}

@@ -1,0 +1,149 @@
+// The change feed of a PostgreSQL store: one dedicated connection LISTENs on panelctl_changes,
+// where every daemon's writes NOTIFY at commit, this one's included. The connection is made
+// again when it drops; on each reconnect listeners hear "look again" (outbox, settings), since
+// notifications sent meanwhile were lost.
+import pg from 'pg';
+import type { Change, ChangeFeed } from '../store.js';
+import type { DeliveryLogEntry } from '../types.js';
+import { toLogEntry } from './rows.js';
+import { pgTypes } from './db.js';
+import { CHANNEL } from './repositories.js';
+
+type Notice =
+  | { kind: 'record'; collection: Extract<Change, { kind: 'record' }>['collection']; id: number | null }
+  | { kind: 'outbox' }
+  | { kind: 'log'; id: number; entry?: Record<string, unknown> };
+
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5_000;
+
+export class PgChangeFeed implements ChangeFeed {
+  readonly synchronous = false;
+  readonly #listeners = new Set<(change: Change) => void>();
+  #client: pg.Client | null = null;
+  #connected = false;
+  #closed = false;
+  #retryMs = RETRY_MIN_MS;
+  #retryTimer: NodeJS.Timeout | null = null;
+  /** Notifications are handled in order even when one needs a fetch. */
+  #chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly fetchLogEntry: (id: number) => Promise<DeliveryLogEntry | undefined>,
+    /** Told when the connection comes or goes (caches are valid only while it is up). */
+    private readonly onConnection: (connected: boolean) => void = () => undefined,
+  ) {}
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  subscribe(listener: (change: Change) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Connects and LISTENs; rejects when the first connection fails. */
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    const client = this.#client;
+    this.#client = null;
+    this.#setConnected(false);
+    await client?.end().catch(() => undefined);
+    await this.#chain;
+  }
+
+  async #connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString, types: pgTypes, application_name: 'panelctl-listen' });
+    const lost = () => {
+      if (this.#client !== client) return;
+      this.#client = null;
+      this.#setConnected(false);
+      client.removeAllListeners('notification');
+      void client.end().catch(() => undefined);
+      this.#scheduleReconnect();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (message) => {
+      if (message.channel !== CHANNEL || !message.payload) return;
+      this.#handle(message.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      client.removeAllListeners();
+      client.on('error', () => undefined);
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+    this.#retryMs = RETRY_MIN_MS;
+    this.#setConnected(true);
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#closed || this.#retryTimer) return;
+    const delay = this.#retryMs;
+    this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null;
+      this.#connect().then(
+        () => {
+          // Whatever was announced while we were away is lost: ask everyone to look again.
+          this.#emit({ kind: 'outbox' });
+          this.#emit({ kind: 'record', collection: 'settings', id: null });
+        },
+        () => this.#scheduleReconnect(),
+      );
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
+  #setConnected(connected: boolean): void {
+    if (this.#connected === connected) return;
+    this.#connected = connected;
+    this.onConnection(connected);
+  }
+
+  #handle(payload: string): void {
+    let notice: Notice;
+    try {
+      notice = JSON.parse(payload) as Notice;
+    } catch {
+      return;
+    }
+    this.#chain = this.#chain.then(async () => {
+      if (notice.kind === 'log') {
+        const entry = notice.entry ? toLogEntry(notice.entry) : await this.fetchLogEntry(notice.id).catch(() => undefined);
+        // Gone already (pruned, or its endpoint deleted): nothing to show.
+        if (entry) this.#emit({ kind: 'log', entry });
+      } else if (notice.kind === 'outbox') {
+        this.#emit({ kind: 'outbox' });
+      } else if (notice.kind === 'record') {
+        this.#emit({ kind: 'record', collection: notice.collection, id: notice.id });
+      }
+    });
+  }
+
+  #emit(change: Change): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(change);
+      } catch {
+        // A listener's failure is its own; the others still hear the change.
+      }
+    }
+  }
+}

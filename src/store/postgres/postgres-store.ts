@@ -1,0 +1,220 @@
+// The PostgreSQL store: the Store contract on a database several daemons share. Constraints are
+// unique indexes and foreign keys (plus the cross-table domain rule under an advisory lock),
+// outbox work is claimed with FOR UPDATE SKIP LOCKED under leases, and changes reach every
+// daemon through LISTEN/NOTIFY.
+import pg from 'pg';
+import type { Settings } from '../../shared/settings.js';
+import { describeDatabaseUrl } from '../factory.js';
+import {
+  type ApiKeysRepository,
+  type DeliveryLogRepository,
+  type LimiterRepository,
+  type OutboxRepository,
+  type Repositories,
+  type ResetTokensRepository,
+  type RevokedTokensRepository,
+  type SettingsRepository,
+  type SitesRepository,
+  type Store,
+  type StoreInfo,
+  type SubscriptionsRepository,
+  type UsersRepository,
+  type WebhooksRepository,
+} from '../store.js';
+import { PoolDb, pgTypes, withTransaction } from './db.js';
+import { mapError } from './errors.js';
+import { PgChangeFeed } from './feed.js';
+import { applyMigrations } from './migrations.js';
+import { createRepositories, logEntryById, type StoreContext } from './repositories.js';
+
+export interface PostgresStoreOptions {
+  /** Accepted for the factory's sake: opening migrates an empty database either way. */
+  create?: boolean;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /** How often held API key uses are written (default 1000 ms). */
+  touchFlushMs?: number;
+}
+
+/** Finished deliveries are kept this long (a later "recover failed deliveries since T" reads them). */
+const SETTLED_RETENTION_MS = 7 * 24 * 3600_000;
+const HOUSEKEEPING_EVERY_MS = 10 * 60_000;
+
+export class PostgresStore implements Store {
+  readonly info: StoreInfo;
+  readonly changes: PgChangeFeed;
+  readonly users: UsersRepository;
+  readonly apiKeys: ApiKeysRepository;
+  readonly subscriptions: SubscriptionsRepository;
+  readonly sites: SitesRepository;
+  readonly webhooks: WebhooksRepository;
+  readonly resetTokens: ResetTokensRepository;
+  readonly revokedTokens: RevokedTokensRepository;
+  readonly limiter: LimiterRepository;
+  readonly settings: SettingsRepository;
+  readonly outbox: OutboxRepository;
+  readonly deliveryLog: DeliveryLogRepository;
+
+  readonly #pool: pg.Pool;
+  readonly #db: PoolDb;
+  readonly #ctx: StoreContext;
+  #settings: Settings | null = null;
+  #touchTimer: NodeJS.Timeout;
+  #housekeepingTimer: NodeJS.Timeout;
+  #flushing: Promise<void> | null = null;
+  #closed = false;
+
+  private constructor(url: string, pool: pg.Pool, touchFlushMs: number) {
+    this.info = { kind: 'postgres', location: describeDatabaseUrl(url) };
+    this.#pool = pool;
+    this.#db = new PoolDb(pool);
+    this.changes = new PgChangeFeed(
+      url,
+      (id) => logEntryById(this.#db, id),
+      () => {
+        this.#settings = null;
+      },
+    );
+    // First subscriber: the cache is dropped before anyone else hears of a settings change.
+    this.changes.subscribe((change) => {
+      if (change.kind === 'record' && change.collection === 'settings') this.#settings = null;
+    });
+    const store = this;
+    this.#ctx = {
+      heldTouches: new Map(),
+      cachedSettings: () => (store.changes.connected ? store.#settings : null),
+      cacheSettings: (settings) => {
+        store.#settings = store.changes.connected ? settings : null;
+      },
+    };
+    const repos = createRepositories(this.#db, this.#ctx);
+    this.users = repos.users;
+    this.apiKeys = repos.apiKeys;
+    this.subscriptions = repos.subscriptions;
+    this.sites = repos.sites;
+    this.webhooks = repos.webhooks;
+    this.resetTokens = repos.resetTokens;
+    this.revokedTokens = repos.revokedTokens;
+    this.limiter = repos.limiter;
+    this.settings = repos.settings;
+    this.outbox = repos.outbox;
+    this.deliveryLog = repos.deliveryLog;
+    this.#touchTimer = setInterval(() => void this.#flushTouches().catch(() => undefined), touchFlushMs);
+    this.#touchTimer.unref();
+    this.#housekeepingTimer = setInterval(() => void this.#housekeeping().catch(() => undefined), HOUSEKEEPING_EVERY_MS);
+    this.#housekeepingTimer.unref();
+  }
+
+  /**
+   * Connects, brings the schema up to date (once, however many daemons start together) and
+   * starts listening for changes.
+   * @example
+   * const store = await PostgresStore.open('postgres://panel@db.internal/panelctl');
+   */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const pool = createPool(url, options.poolSize ?? 10);
+    let store: PostgresStore | undefined;
+    try {
+      const client = await pool.connect();
+      try {
+        await applyMigrations(client);
+      } finally {
+        client.release();
+      }
+      store = new PostgresStore(url, pool, options.touchFlushMs ?? 1000);
+      await store.changes.start();
+      return store;
+    } catch (error) {
+      if (store) await store.close().catch(() => undefined);
+      else await pool.end().catch(() => undefined);
+      throw mapError(error);
+    }
+  }
+
+  /** Whether the database holds an initialised panel: the schema exists with at least one user. */
+  static async initialised(url: string): Promise<boolean> {
+    const client = new pg.Client({ connectionString: url, application_name: 'panelctl' });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ users: string | null }>("SELECT to_regclass('users')::text AS users");
+      if (!rows[0]?.users) return false;
+      const found = await client.query('SELECT 1 FROM users LIMIT 1');
+      return (found.rowCount ?? 0) > 0;
+    } catch (error) {
+      throw mapError(error);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
+    return withTransaction(this.#pool, (db) => fn(createRepositories(db, this.#ctx)));
+  }
+
+  async sharedSecret(name: string, make: () => string): Promise<string> {
+    // Every daemon races to insert its candidate; all of them read back the one that won.
+    await this.#db.query('INSERT INTO shared_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, make()]);
+    const { rows } = await this.#db.query<{ value: string }>('SELECT value FROM shared_secrets WHERE name = $1', [name]);
+    return rows[0].value;
+  }
+
+  async flush(): Promise<void> {
+    await this.#flushTouches();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#touchTimer);
+    clearInterval(this.#housekeepingTimer);
+    try {
+      await this.#flushTouches();
+    } finally {
+      await this.changes.close();
+      await this.#pool.end().catch(() => undefined);
+    }
+  }
+
+  /** Writes the held API key uses in one statement; uses recorded meanwhile wait for the next. */
+  #flushTouches(): Promise<void> {
+    if (this.#flushing) return this.#flushing.then(() => this.#flushTouches());
+    const held = this.#ctx.heldTouches;
+    if (held.size === 0) return Promise.resolve();
+    const batch = [...held.entries()];
+    this.#flushing = this.#db
+      .query(
+        `UPDATE api_keys k SET last_used_at = t.at
+         FROM unnest($1::bigint[], $2::text[]) AS t (id, at)
+         WHERE k.id = t.id AND (k.last_used_at IS NULL OR k.last_used_at < t.at)`,
+        [batch.map(([id]) => id), batch.map(([, at]) => at)],
+      )
+      .then(() => {
+        // Forget what was written unless a later use came in meanwhile.
+        for (const [id, at] of batch) if (held.get(id) === at) held.delete(id);
+      })
+      .finally(() => {
+        this.#flushing = null;
+      });
+    return this.#flushing;
+  }
+
+  /** Drops finished deliveries past their retention and events no delivery refers to any more. */
+  async #housekeeping(): Promise<void> {
+    const before = Date.now() - SETTLED_RETENTION_MS;
+    await this.#db.query("DELETE FROM deliveries WHERE state <> 'pending' AND settled_at < $1", [before]);
+    await this.#db.query(
+      'DELETE FROM events e WHERE e."timestamp"::timestamptz < to_timestamp($1::double precision / 1000) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)',
+      [before],
+    );
+  }
+}
+
+function createPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, types: pgTypes, application_name: 'panelctl', connectionTimeoutMillis: 10_000 });
+  // An idle connection that dies (server restart, admin shutdown) is dropped by the pool; the
+  // next query opens a new one or fails with StoreUnavailableError.
+  pool.on('error', () => undefined);
+  return pool;
+}
+

@@ -1,0 +1,595 @@
+// The repositories in SQL, bound to a Db: the pool (autocommit, several-row writes in a
+// transaction of their own) or the client of a `store.transaction`.
+import { DEFAULT_SETTINGS, type Settings, type SettingsPatch } from '../../shared/settings.js';
+import {
+  StoreConflictError,
+  type ApiKeysRepository,
+  type ClaimOptions,
+  type DeliveryLogQuery,
+  type DeliveryLogRepository,
+  type DeliveryOutcome,
+  type LimiterRepository,
+  type OutboxRepository,
+  type Repositories,
+  type ResetTokensRepository,
+  type RevokedTokensRepository,
+  type SettingsRepository,
+  type SitesRepository,
+  type SubscriptionsRepository,
+  type UsersRepository,
+  type WebhooksRepository,
+} from '../store.js';
+import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
+import type { Db } from './db.js';
+import {
+  insertStatement,
+  logExtra,
+  notifying,
+  toApiKey,
+  toDelivery,
+  toLimiter,
+  toLogEntry,
+  toResetToken,
+  toSite,
+  toSubscription,
+  toUser,
+  toWebhook,
+  updateStatement,
+} from './rows.js';
+
+export const CHANNEL = 'panelctl_changes';
+/** Newest entries kept per endpoint. */
+export const LOG_RETENTION = 100;
+/** Advisory lock class for the domain rule (two-key locks live apart from the migration lock). */
+const DOMAIN_LOCK_CLASS = 0x70616e65;
+/** NOTIFY payloads are limited to 8000 bytes; a larger log entry is announced by id only. */
+const INLINE_LOG_BYTES = 7000;
+
+/** State shared by every set of repositories of one store (one process). */
+export interface StoreContext {
+  /** API key uses not yet written: id → last_used_at (ISO, to the second). */
+  readonly heldTouches: Map<number, string>;
+  /** Settings as last read or written, valid while the change feed is connected. */
+  cachedSettings(): Settings | null;
+  cacheSettings(settings: Settings | null): void;
+}
+
+const OUTBOX_NOTIFY = `pg_notify('${CHANNEL}', '{"kind":"outbox"}')`;
+
+export function createRepositories(db: Db, ctx: StoreContext): Repositories {
+  const users: UsersRepository = {
+    async get(id) {
+      const { rows } = await db.query('SELECT * FROM users WHERE id = $1', [id]);
+      return rows[0] && toUser(rows[0]);
+    },
+    async byEmail(email) {
+      const { rows } = await db.query('SELECT * FROM users WHERE lower(email) = lower($1)', [email]);
+      return rows[0] && toUser(rows[0]);
+    },
+    async list() {
+      const { rows } = await db.query('SELECT * FROM users ORDER BY id');
+      return rows.map(toUser);
+    },
+    async count() {
+      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM users');
+      return rows[0].n;
+    },
+    async insert(record) {
+      const { text, values } = insertStatement('users', record);
+      const { rows } = await db.atomic((d) => d.query(notifying('users', text), values));
+      return toUser(rows[0]);
+    },
+    async update(id, patch) {
+      const statement = updateStatement('users', id, patch);
+      if (!statement) return users.get(id);
+      const { rows } = await db.atomic((d) => d.query(notifying('users', statement.text), statement.values));
+      return rows[0] && toUser(rows[0]);
+    },
+    async remove(id) {
+      // API keys, endpoints (with deliveries and logs), reset tokens, subscriptions (with sites)
+      // go by ON DELETE CASCADE in the same statement.
+      const { rows } = await db.query(notifying('users', 'DELETE FROM users WHERE id = $1 RETURNING *'), [id]);
+      return rows[0] && toUser(rows[0]);
+    },
+  };
+
+  /** A key as this process knows it: a use held back in memory is newer than the row. */
+  const withHeldTouch = (key: ApiKeyRecord): ApiKeyRecord => {
+    const held = ctx.heldTouches.get(key.id);
+    if (held && (key.last_used_at === null || held > key.last_used_at)) return { ...key, last_used_at: held };
+    return key;
+  };
+  const apiKeys: ApiKeysRepository = {
+    async get(id) {
+      const { rows } = await db.query('SELECT * FROM api_keys WHERE id = $1', [id]);
+      return rows[0] && withHeldTouch(toApiKey(rows[0]));
+    },
+    async byHash(keyHash) {
+      const { rows } = await db.query('SELECT * FROM api_keys WHERE key_hash = $1', [keyHash]);
+      return rows[0] && withHeldTouch(toApiKey(rows[0]));
+    },
+    async listByUser(userId) {
+      const { rows } = await db.query('SELECT * FROM api_keys WHERE user_id = $1 ORDER BY id', [userId]);
+      return rows.map((r) => withHeldTouch(toApiKey(r)));
+    },
+    async insert(record) {
+      const { text, values } = insertStatement('api_keys', record);
+      const { rows } = await db.query(notifying('api_keys', text), values);
+      return toApiKey(rows[0]);
+    },
+    async remove(id) {
+      const { rows } = await db.query(notifying('api_keys', 'DELETE FROM api_keys WHERE id = $1 RETURNING *'), [id]);
+      ctx.heldTouches.delete(id);
+      return rows[0] && toApiKey(rows[0]);
+    },
+    async touch(id, atMs) {
+      const at = new Date(Math.floor(atMs / 1000) * 1000).toISOString();
+      const held = ctx.heldTouches.get(id);
+      if (!held || at > held) ctx.heldTouches.set(id, at);
+    },
+  };
+
+  /** Serialises everyone deciding about `domain` (sites and main domains alike) until commit. */
+  const lockDomain = (d: Db, domain: string) =>
+    d.query('SELECT pg_advisory_xact_lock($1::int, hashtext(lower($2)))', [DOMAIN_LOCK_CLASS, domain]);
+
+  const subscriptions: SubscriptionsRepository = {
+    async get(id) {
+      const { rows } = await db.query('SELECT * FROM subscriptions WHERE id = $1', [id]);
+      return rows[0] && toSubscription(rows[0]);
+    },
+    async list() {
+      const { rows } = await db.query('SELECT * FROM subscriptions ORDER BY id');
+      return rows.map(toSubscription);
+    },
+    async listByCustomer(customerId) {
+      const { rows } = await db.query('SELECT * FROM subscriptions WHERE customer_id = $1 ORDER BY id', [customerId]);
+      return rows.map(toSubscription);
+    },
+    async defaultFor(customerId) {
+      const { rows } = await db.query(
+        'SELECT * FROM subscriptions WHERE customer_id = $1 ORDER BY is_default DESC, id LIMIT 1',
+        [customerId],
+      );
+      return rows[0] && toSubscription(rows[0]);
+    },
+    async insert(record) {
+      return db.atomic(async (d) => {
+        await lockDomain(d, record.main_domain);
+        // The customer's row lock also serialises their subscription inserts (first = default).
+        const customer = await d.query<{ role: string }>('SELECT role FROM users WHERE id = $1 FOR UPDATE', [record.customer_id]);
+        if (customer.rows[0]?.role !== 'customer') {
+          throw new StoreConflictError('users.customer', 'customer_id does not name a customer');
+        }
+        // The same order of checks as the JSON store, so both answer the same conflict.
+        const same = await d.query('SELECT 1 FROM subscriptions WHERE main_domain = $1', [record.main_domain]);
+        if (same.rowCount) {
+          throw new StoreConflictError('subscriptions.main_domain', 'a subscription with this main domain already exists');
+        }
+        const taken = await d.query(
+          `SELECT 1 FROM sites s JOIN subscriptions b ON b.id = s.subscription_id
+           WHERE s.domain = $1 AND b.customer_id <> $2 LIMIT 1`,
+          [record.main_domain, record.customer_id],
+        );
+        if (taken.rowCount) throw new StoreConflictError('domains.owner', 'the domain belongs to another customer');
+        const others = await d.query('SELECT 1 FROM subscriptions WHERE customer_id = $1 LIMIT 1', [record.customer_id]);
+        const isDefault = record.is_default || others.rowCount === 0;
+        if (isDefault) {
+          await d.query(
+            notifying(
+              'subscriptions',
+              'UPDATE subscriptions SET is_default = false, updated_at = $2 WHERE customer_id = $1 AND is_default RETURNING *',
+            ),
+            [record.customer_id, record.created_at],
+          );
+        }
+        const { text, values } = insertStatement('subscriptions', { ...record, is_default: isDefault });
+        const { rows } = await d.query(notifying('subscriptions', text), values);
+        return toSubscription(rows[0]);
+      });
+    },
+    async update(id, patch) {
+      const statement = updateStatement('subscriptions', id, { status: patch.status, updated_at: patch.updated_at });
+      if (!statement) return subscriptions.get(id);
+      const { rows } = await db.query(notifying('subscriptions', statement.text), statement.values);
+      return rows[0] && toSubscription(rows[0]);
+    },
+    async remove(id) {
+      const { rows } = await db.query(notifying('subscriptions', 'DELETE FROM subscriptions WHERE id = $1 RETURNING *'), [id]);
+      return rows[0] && toSubscription(rows[0]);
+    },
+  };
+
+  const sites: SitesRepository = {
+    async get(id) {
+      const { rows } = await db.query('SELECT * FROM sites WHERE id = $1', [id]);
+      return rows[0] && toSite(rows[0]);
+    },
+    async list() {
+      const { rows } = await db.query('SELECT * FROM sites ORDER BY id');
+      return rows.map(toSite);
+    },
+    async listBySubscription(subscriptionId) {
+      const { rows } = await db.query('SELECT * FROM sites WHERE subscription_id = $1 ORDER BY id', [subscriptionId]);
+      return rows.map(toSite);
+    },
+    async count() {
+      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM sites');
+      return rows[0].n;
+    },
+    async insert(record) {
+      return db.atomic(async (d) => {
+        await lockDomain(d, record.domain);
+        // FOR SHARE: the subscription cannot be deleted (or change hands) until this commits.
+        const sub = await d.query<{ customer_id: number }>('SELECT customer_id FROM subscriptions WHERE id = $1 FOR SHARE', [
+          record.subscription_id,
+        ]);
+        if (!sub.rows[0]) throw new StoreConflictError('subscriptions.missing', 'the subscription does not exist');
+        const same = await d.query('SELECT 1 FROM sites WHERE domain = $1', [record.domain]);
+        if (same.rowCount) throw new StoreConflictError('sites.domain', 'a site with this domain already exists');
+        const taken = await d.query('SELECT 1 FROM subscriptions WHERE main_domain = $1 AND customer_id <> $2 LIMIT 1', [
+          record.domain,
+          sub.rows[0].customer_id,
+        ]);
+        if (taken.rowCount) throw new StoreConflictError('domains.owner', 'the domain belongs to another customer');
+        const { text, values } = insertStatement('sites', record);
+        const { rows } = await d.query(notifying('sites', text), values);
+        return toSite(rows[0]);
+      });
+    },
+    async remove(id) {
+      const { rows } = await db.query(notifying('sites', 'DELETE FROM sites WHERE id = $1 RETURNING *'), [id]);
+      return rows[0] && toSite(rows[0]);
+    },
+  };
+
+  const webhooks: WebhooksRepository = {
+    async get(id) {
+      const { rows } = await db.query('SELECT * FROM webhooks WHERE id = $1', [id]);
+      return rows[0] && toWebhook(rows[0]);
+    },
+    async list() {
+      const { rows } = await db.query('SELECT * FROM webhooks ORDER BY id');
+      return rows.map(toWebhook);
+    },
+    async listByUser(userId) {
+      const { rows } = await db.query('SELECT * FROM webhooks WHERE user_id = $1 ORDER BY id', [userId]);
+      return rows.map(toWebhook);
+    },
+    async subscribedTo(event, ownerId) {
+      const { rows } = await db.query(
+        `SELECT w.* FROM webhooks w JOIN users u ON u.id = w.user_id
+         WHERE w.active
+           AND (w.events = '*' OR $1 = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
+           AND (u.role = 'admin' OR w.user_id = $2)
+         ORDER BY w.id`,
+        [event, ownerId],
+      );
+      return rows.map(toWebhook);
+    },
+    async count() {
+      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks');
+      return rows[0].n;
+    },
+    async insert(record) {
+      const { text, values } = insertStatement('webhooks', record);
+      const { rows } = await db.query(notifying('webhooks', text), values);
+      return toWebhook(rows[0]);
+    },
+    async update(id, patch) {
+      const statement = updateStatement('webhooks', id, patch);
+      if (!statement) return webhooks.get(id);
+      const { rows } = await db.query(notifying('webhooks', statement.text), statement.values);
+      return rows[0] && toWebhook(rows[0]);
+    },
+    async remove(id) {
+      // Pending deliveries and the delivery log go by ON DELETE CASCADE.
+      const { rows } = await db.query(notifying('webhooks', 'DELETE FROM webhooks WHERE id = $1 RETURNING *'), [id]);
+      return rows[0] && toWebhook(rows[0]);
+    },
+  };
+
+  const resetTokens: ResetTokensRepository = {
+    async byHash(tokenHash) {
+      const { rows } = await db.query('SELECT * FROM reset_tokens WHERE token_hash = $1', [tokenHash]);
+      return rows[0] && toResetToken(rows[0]);
+    },
+    async insert(record) {
+      const { text, values } = insertStatement('reset_tokens', record);
+      const { rows } = await db.query(text, values);
+      return toResetToken(rows[0]);
+    },
+    async markUsed(id, at) {
+      const { rowCount } = await db.query('UPDATE reset_tokens SET used_at = $2 WHERE id = $1 AND used_at IS NULL', [id, at]);
+      return rowCount === 1;
+    },
+    async removeForUser(userId, now) {
+      await db.query(
+        'DELETE FROM reset_tokens WHERE user_id = $1 OR expires_at::timestamptz < to_timestamp($2::double precision / 1000)',
+        [userId, now],
+      );
+    },
+  };
+
+  const revokedTokens: RevokedTokensRepository = {
+    async revoke(jti, expiresAt) {
+      await db.query(
+        `INSERT INTO revoked_tokens (jti, expires_at) VALUES ($1, $2)
+         ON CONFLICT (jti) DO UPDATE SET expires_at = greatest(revoked_tokens.expires_at, excluded.expires_at)`,
+        [jti, expiresAt],
+      );
+    },
+    async isRevoked(jti) {
+      const { rowCount } = await db.query('SELECT 1 FROM revoked_tokens WHERE jti = $1', [jti]);
+      return rowCount === 1;
+    },
+    async prune(now) {
+      await db.query('DELETE FROM revoked_tokens WHERE expires_at <= $1', [now]);
+    },
+  };
+
+  const limiter: LimiterRepository = {
+    async hit(key, windowMs, now) {
+      // One statement, so concurrent hits from any number of daemons each count exactly once.
+      // A new window starts when the key is not locked and its window ended or its lock did.
+      const { rows } = await db.query(
+        `INSERT INTO limiter AS l (key, count, window_start, locked_until) VALUES ($1, 1, $3, 0)
+         ON CONFLICT (key) DO UPDATE SET
+           count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 1 ELSE l.count + 1 END,
+           window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
+           locked_until = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
+         RETURNING *`,
+        [key, windowMs, now],
+      );
+      return toLimiter(rows[0]);
+    },
+    async release(key) {
+      await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);
+    },
+    async lock(key, until) {
+      const { rows } = await db.query(
+        `INSERT INTO limiter AS l (key, count, window_start, locked_until)
+         VALUES ($1, 0, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, $2)
+         ON CONFLICT (key) DO UPDATE SET locked_until = greatest(l.locked_until, excluded.locked_until)
+         RETURNING *`,
+        [key, until],
+      );
+      return toLimiter(rows[0]);
+    },
+    async get(key) {
+      const { rows } = await db.query('SELECT * FROM limiter WHERE key = $1', [key]);
+      return rows[0] && toLimiter(rows[0]);
+    },
+    async prune(now, windowMs) {
+      await db.query('DELETE FROM limiter WHERE locked_until <= $1 AND window_start + $2 <= $1', [now, windowMs]);
+    },
+  };
+
+  const settingsOf = (data: unknown): Settings => Object.freeze({ ...DEFAULT_SETTINGS, ...(data as Partial<Settings> | null) });
+  const settings: SettingsRepository = {
+    async get() {
+      const cached = db.inTransaction ? null : ctx.cachedSettings();
+      if (cached) return cached;
+      const { rows } = await db.query<{ data: unknown }>('SELECT data FROM settings WHERE id = 1');
+      const value = settingsOf(rows[0]?.data ?? null);
+      if (!db.inTransaction) ctx.cacheSettings(value);
+      return value;
+    },
+    async update(patch: SettingsPatch) {
+      const { rows } = await db.query<{ data: unknown }>(
+        `WITH r AS (
+           INSERT INTO settings AS s (id, data) VALUES (1, $1::jsonb)
+           ON CONFLICT (id) DO UPDATE SET data = s.data || excluded.data
+           RETURNING data
+         )
+         SELECT r.data, pg_notify('${CHANNEL}', '{"kind":"record","collection":"settings","id":null}') FROM r`,
+        [JSON.stringify(patch)],
+      );
+      const value = settingsOf(rows[0].data);
+      // Inside a transaction the value is not committed yet: the feed refreshes the cache.
+      ctx.cacheSettings(db.inTransaction ? null : value);
+      return value;
+    },
+  };
+
+  const outbox: OutboxRepository = {
+    async enqueue(event: EventRecord, deliveries: DeliveryRecord[]) {
+      // One statement: the event, its deliveries (to endpoints that still exist) and the signal
+      // to dispatchers commit together.
+      await db.query(
+        `WITH e AS (
+           INSERT INTO events (id, event, owner_id, data, "timestamp") VALUES ($1, $2, $3, $4::jsonb, $5)
+           ON CONFLICT (id) DO NOTHING
+         ), d AS (
+           INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at, manual)
+           SELECT u.id, $1, u.endpoint_id, u.owner_id, u.event, u.body, u.state, u.attempts, u.next_attempt_at, u.created_at, u.manual
+           FROM unnest($6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::int[], $13::bigint[], $14::text[], $15::boolean[])
+             AS u (id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at, manual)
+           WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
+           RETURNING 1
+         )
+         SELECT CASE WHEN (SELECT count(*) FROM d) > 0 THEN ${OUTBOX_NOTIFY} END`,
+        [
+          event.id,
+          event.event,
+          event.owner_id,
+          JSON.stringify(event.data ?? {}),
+          event.timestamp,
+          deliveries.map((x) => x.id),
+          deliveries.map((x) => x.endpoint_id),
+          deliveries.map((x) => x.owner_id),
+          deliveries.map((x) => x.event),
+          deliveries.map((x) => x.body),
+          deliveries.map((x) => x.state),
+          deliveries.map((x) => x.attempts),
+          deliveries.map((x) => x.next_attempt_at),
+          deliveries.map((x) => x.created_at),
+          deliveries.map((x) => (x.manual === undefined ? null : x.manual)),
+        ],
+      );
+    },
+    async claim(options: ClaimOptions) {
+      const { owner, now, leaseMs, limit, perEndpoint } = options;
+      if (limit <= 0 || perEndpoint <= 0) return [];
+      const byIds = options.ids !== undefined;
+      // Due, unleased candidates ranked within their endpoint; the first `limit` of rank <=
+      // `perEndpoint` are locked (SKIP LOCKED) and leased in one statement, claims taken one at
+      // a time across daemons (see panelctl_claim in migrations.ts).
+      const { rows } = await db.query('SELECT * FROM panelctl_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+        owner,
+        now,
+        leaseMs,
+        limit,
+        perEndpoint,
+        options.skipEndpoints ?? [],
+        options.skipOwners ?? [],
+        byIds,
+        options.ids ?? [],
+      ]);
+      return rows
+        .map(toDelivery)
+        .sort((a, b) => a.next_attempt_at - b.next_attempt_at || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+    },
+    async settle(owner: string, outcomes: DeliveryOutcome[]) {
+      if (outcomes.length === 0) return [];
+      const { rows } = await db.query<{ id: string; state: string }>(
+        `WITH s AS (
+           UPDATE deliveries d SET state = o.state, attempts = o.attempts, next_attempt_at = o.next_attempt_at,
+             lease_owner = NULL, lease_until = NULL,
+             settled_at = CASE WHEN o.state = 'pending' THEN NULL ELSE (extract(epoch FROM clock_timestamp()) * 1000)::bigint END
+           FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[]) AS o (id, state, attempts, next_attempt_at)
+           WHERE d.id = o.id AND d.lease_owner = $1
+           RETURNING d.id, d.state
+         )
+         SELECT s.id, s.state, CASE WHEN s.state = 'pending' THEN ${OUTBOX_NOTIFY} END FROM s`,
+        [owner, outcomes.map((o) => o.id), outcomes.map((o) => o.state), outcomes.map((o) => o.attempts), outcomes.map((o) => o.next_attempt_at)],
+      );
+      return rows.map((r) => r.id);
+    },
+    async release(owner, ids) {
+      if (ids.length === 0) return;
+      await db.query(
+        `WITH r AS (
+           UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+           WHERE id = ANY ($2::text[]) AND lease_owner = $1 AND state = 'pending'
+           RETURNING 1
+         )
+         SELECT CASE WHEN (SELECT count(*) FROM r) > 0 THEN ${OUTBOX_NOTIFY} END`,
+        [owner, ids],
+      );
+    },
+    async nextDueAt() {
+      const { rows } = await db.query<{ due: number | null }>(
+        "SELECT min(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'",
+      );
+      return rows[0].due === null ? null : Number(rows[0].due);
+    },
+    async pendingCount() {
+      const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE state = 'pending'");
+      return rows[0].n;
+    },
+    async get(id) {
+      const { rows } = await db.query('SELECT * FROM deliveries WHERE id = $1', [id]);
+      return rows[0] && toDelivery(rows[0]);
+    },
+  };
+
+  const deliveryLog: DeliveryLogRepository = {
+    async append(entries) {
+      if (entries.length === 0) return [];
+      // Ids in the order given; each new entry is announced (inline when it fits a NOTIFY).
+      const { rows } = await db.query(
+        `WITH ins AS (
+           INSERT INTO delivery_log (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra)
+           SELECT u.delivery_id, u.endpoint_id, u.event, u.payload::jsonb, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
+                  u.created_at, u.request_headers::jsonb, u.extra::jsonb
+           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::boolean[], $9::float8[], $10::text[], $11::text[], $12::text[])
+             WITH ORDINALITY AS u (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
+           WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
+           ORDER BY u.n
+           RETURNING *
+         )
+         SELECT ins.*, pg_notify('${CHANNEL}',
+                  CASE WHEN octet_length(m.full) <= ${INLINE_LOG_BYTES} THEN m.full
+                       ELSE json_build_object('kind', 'log', 'id', ins.id)::text END)
+         FROM ins, LATERAL (SELECT json_build_object('kind', 'log', 'id', ins.id, 'entry', row_to_json(ins))::text AS full) m
+         ORDER BY ins.id`,
+        [
+          entries.map((e) => e.delivery_id),
+          entries.map((e) => e.endpoint_id),
+          entries.map((e) => e.event),
+          entries.map((e) => (e.payload === undefined ? null : JSON.stringify(e.payload))),
+          entries.map((e) => e.attempt),
+          entries.map((e) => e.status_code),
+          entries.map((e) => e.response),
+          entries.map((e) => e.success),
+          entries.map((e) => e.duration_ms),
+          entries.map((e) => e.created_at),
+          entries.map((e) => JSON.stringify(e.request_headers ?? {})),
+          entries.map((e) => {
+            const extra = logExtra(e);
+            return extra ? JSON.stringify(extra) : null;
+          }),
+        ],
+      );
+      const touched = [...new Set(entries.map((e) => e.endpoint_id))];
+      // Keep the newest entries of the endpoints written to: the index walks LOG_RETENTION rows each.
+      await db.query(
+        `DELETE FROM delivery_log d USING (
+           SELECT e AS endpoint_id,
+                  (SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1) AS oldest_kept
+           FROM unnest($1::bigint[]) AS e
+         ) k
+         WHERE d.endpoint_id = k.endpoint_id AND d.id < k.oldest_kept`,
+        [touched],
+      );
+      const inserted = rows.map(toLogEntry);
+      if (inserted.length === entries.length) return inserted;
+      // An endpoint deleted meanwhile keeps no log: its entries are answered (with ids of their
+      // own) but not kept, as the JSON store does.
+      const stored = new Set(inserted.map((e) => `${e.endpoint_id}/${e.delivery_id}/${e.attempt}/${e.created_at}`));
+      const dropped = entries.filter((e) => !stored.has(`${e.endpoint_id}/${e.delivery_id}/${e.attempt}/${e.created_at}`));
+      const ids = await db.query<{ id: number }>(
+        "SELECT nextval(pg_get_serial_sequence('delivery_log', 'id'))::bigint AS id FROM generate_series(1, $1)",
+        [dropped.length],
+      );
+      return [...inserted, ...dropped.map((e, i) => ({ ...e, id: Number(ids.rows[i].id) }))];
+    },
+    async list(endpointId: number, query: DeliveryLogQuery = {}) {
+      const limit = Math.max(0, Math.min(query.limit ?? LOG_RETENTION, LOG_RETENTION));
+      const where = ['endpoint_id = $1'];
+      const values: unknown[] = [endpointId];
+      if (query.failed !== undefined) where.push(query.failed ? 'NOT success' : 'success');
+      if (query.event !== undefined) {
+        values.push(query.event);
+        where.push(`event = $${values.length}`);
+      }
+      if (query.since !== undefined) {
+        values.push(query.since);
+        where.push(`created_at::timestamptz >= to_timestamp($${values.length}::double precision / 1000)`);
+      }
+      values.push(limit);
+      const { rows } = await db.query(
+        `SELECT * FROM delivery_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
+        values,
+      );
+      return rows.map(toLogEntry);
+    },
+    async get(endpointId, entryId) {
+      const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = $2 AND endpoint_id = $1', [endpointId, entryId]);
+      return rows[0] && toLogEntry(rows[0]);
+    },
+    async since(entryId, limit) {
+      const { rows } = await db.query('SELECT * FROM delivery_log WHERE id > $1 ORDER BY id LIMIT $2', [entryId, Math.max(0, limit)]);
+      return rows.map(toLogEntry);
+    },
+  };
+
+  return { users, apiKeys, subscriptions, sites, webhooks, resetTokens, revokedTokens, limiter, settings, outbox, deliveryLog };
+}
+
+/** Fetches one log entry (a change notification too large to carry it). */
+export async function logEntryById(db: Db, id: number): Promise<DeliveryLogEntry | undefined> {
+  const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = $1', [id]);
+  return rows[0] && toLogEntry(rows[0]);
+}

@@ -1,0 +1,111 @@
+// A throwaway PostgreSQL cluster for tests: initdb into a temp dir, pg_ctl start on a free
+// loopback port (socket in the temp dir), one fresh database per test file, pg_ctl stop and
+// remove the dir at the end. Run once per vitest run by postgres-global-setup.ts.
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+
+/** Name under which the global setup provides the admin URL (also set as this env var). */
+export const PG_ADMIN_URL_ENV = 'PANELCTL_TEST_PG_ADMIN_URL';
+/** Why PostgreSQL tests skip, when they do. */
+export const PG_SKIP_REASON_ENV = 'PANELCTL_TEST_PG_SKIP';
+
+/** The directory holding initdb and pg_ctl: PATH, /usr/local/bin, then /usr/lib/postgresql/<newest>/bin. */
+export function findPgBin(): string | null {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/local/bin'];
+  const versions = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql')
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  dirs.push(...versions.map((v) => `/usr/lib/postgresql/${v}/bin`));
+  for (const dir of dirs) {
+    if (existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir;
+  }
+  return null;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Cluster {
+  /** Superuser URL of the `postgres` database. */
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a cluster in a temp dir. As root, initdb and postgres run as the `postgres` user. */
+export async function startCluster(bin: string): Promise<Cluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-pg-'));
+  const asRoot = process.getuid?.() === 0;
+  const exec = async (tool: string, args: string[]) => {
+    const command = asRoot ? 'runuser' : join(bin, tool);
+    const argv = asRoot ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args;
+    return run(command, argv, { timeout: 60_000 });
+  };
+  try {
+    if (asRoot) {
+      const { stdout } = await run('id', ['-u', 'postgres']);
+      const { stdout: gid } = await run('id', ['-g', 'postgres']);
+      await chown(dir, Number(stdout.trim()), Number(gid.trim()));
+    }
+    const data = join(dir, 'data');
+    await exec('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
+    const port = await freePort();
+    // fsync off: a test cluster need not survive a power cut (commits still wait for the WAL write).
+    const options = [
+      `-p ${port}`,
+      '-c listen_addresses=127.0.0.1',
+      `-c unix_socket_directories=${dir}`,
+      '-c fsync=off',
+      '-c full_page_writes=off',
+      '-c max_connections=300',
+    ].join(' ');
+    await exec('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(dir, 'postgres.log'), '-o', options]);
+    let stopped = false;
+    return {
+      adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await exec('pg_ctl', ['stop', '-m', 'fast', '-w', '-D', data]).catch(() => undefined);
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+let databases = 0;
+
+/** Creates an empty database on the cluster and answers its URL. */
+export async function createDatabase(adminUrl: string, prefix = 'panelctl_test'): Promise<string> {
+  const name = `${prefix}_${process.pid}_${Date.now().toString(36)}_${++databases}`.toLowerCase();
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

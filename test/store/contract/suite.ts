@@ -1,0 +1,637 @@
+// The store contract, written against the Store interface only: every backend runs it (JSON
+// here, PostgreSQL in contract-postgres.test.ts) and the backend that passes it is done.
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS } from '../../../src/shared/settings.js';
+import { StoreConflictError, type Change, type Store } from '../../../src/store/store.js';
+import type { DeliveryLogEntry, DeliveryRecord, EventRecord, UserRecord } from '../../../src/store/types.js';
+
+export interface ContractBackend {
+  /** A fresh, empty store. */
+  open(): Promise<Store>;
+  /** A second handle on the same data, when the backend allows several (PostgreSQL); else null. */
+  openAnother?(): Promise<Store>;
+}
+
+const T0 = '2026-01-01T00:00:00.000Z';
+
+export function userRecord(email: string, role: UserRecord['role'] = 'customer'): Omit<UserRecord, 'id'> {
+  return {
+    email,
+    name: email.split('@')[0],
+    role,
+    password_hash: 'scrypt$x',
+    totp_secret: null,
+    totp_pending_secret: null,
+    two_factor_enabled: false,
+    totp_last_step: null,
+    created_at: T0,
+    updated_at: T0,
+  };
+}
+
+export function delivery(endpointId: number, ownerId: number | null, dueAt: number, extra: Partial<DeliveryRecord> = {}): DeliveryRecord {
+  return {
+    id: randomUUID(),
+    endpoint_id: endpointId,
+    owner_id: ownerId,
+    event: 'site.created',
+    body: '{"event":"site.created"}',
+    state: 'pending',
+    attempts: 0,
+    next_attempt_at: dueAt,
+    created_at: T0,
+    ...extra,
+  };
+}
+
+export function eventRecord(): EventRecord {
+  return { id: randomUUID(), event: 'site.created', owner_id: null, data: {}, timestamp: T0 };
+}
+
+function logEntry(endpointId: number, extra: Partial<DeliveryLogEntry> = {}): Omit<DeliveryLogEntry, 'id'> {
+  return {
+    delivery_id: randomUUID(),
+    endpoint_id: endpointId,
+    event: 'site.created',
+    payload: { event: 'site.created', data: { site_id: 1 } },
+    attempt: 1,
+    status_code: 200,
+    response: 'ok',
+    success: true,
+    duration_ms: 5,
+    created_at: T0,
+    request_headers: { 'Content-Type': 'application/json' },
+    ...extra,
+  };
+}
+
+async function conflictOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(StoreConflictError);
+    return (error as StoreConflictError).constraint;
+  }
+  throw new Error('expected a conflict');
+}
+
+export function describeStoreContract(name: string, backend: ContractBackend): void {
+  describe(`store contract: ${name}`, () => {
+    let store: Store;
+    const opened: Store[] = [];
+    const open = async () => {
+      const s = await backend.open();
+      opened.push(s);
+      return s;
+    };
+    beforeEach(async () => {
+      store = await open();
+    });
+    afterEach(async () => {
+      for (const s of opened.splice(0)) await s.close();
+    });
+
+    async function customerWithSubscription(email: string, domain: string) {
+      const user = await store.users.insert(userRecord(email));
+      const subscription = await store.subscriptions.insert({
+        customer_id: user.id,
+        main_domain: domain,
+        is_default: false,
+        status: 'active',
+        created_at: T0,
+        updated_at: T0,
+      });
+      return { user, subscription };
+    }
+
+    describe('users', () => {
+      it('insert, get, byEmail (case-insensitive), list by id, count, update', async () => {
+        const a = await store.users.insert(userRecord('a@example.test', 'admin'));
+        const b = await store.users.insert(userRecord('b@example.test'));
+        expect(b.id).toBeGreaterThan(a.id);
+        expect(await store.users.get(a.id)).toEqual(a);
+        expect((await store.users.byEmail('B@EXAMPLE.test'))?.id).toBe(b.id);
+        expect(await store.users.byEmail('nobody@example.test')).toBeUndefined();
+        expect((await store.users.list()).map((u) => u.id)).toEqual([a.id, b.id]);
+        expect(await store.users.count()).toBe(2);
+        const updated = await store.users.update(b.id, { name: 'Bee', token_generation: 3 });
+        expect(updated).toMatchObject({ id: b.id, name: 'Bee', token_generation: 3, email: 'b@example.test' });
+        expect(await store.users.get(b.id)).toEqual(updated);
+        expect(await store.users.update(9999, { name: 'x' })).toBeUndefined();
+      });
+
+      it('refuses a second user with the same email, in any case, on insert and update', async () => {
+        const a = await store.users.insert(userRecord('same@example.test'));
+        expect(await conflictOf(store.users.insert(userRecord('SAME@example.test')))).toBe('users.email');
+        const b = await store.users.insert(userRecord('other@example.test'));
+        expect(await conflictOf(store.users.update(b.id, { email: 'same@example.test' }))).toBe('users.email');
+        expect(await store.users.count()).toBe(2);
+        expect((await store.users.get(a.id))?.email).toBe('same@example.test');
+      });
+
+      it('50 concurrent inserts with one email: exactly one succeeds, 49 conflict', async () => {
+        const results = await Promise.allSettled(Array.from({ length: 50 }, () => store.users.insert(userRecord('race@example.test'))));
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+        expect(failures).toHaveLength(49);
+        for (const failure of failures) expect(failure.reason).toBeInstanceOf(StoreConflictError);
+        expect((await store.users.list()).filter((u) => u.email === 'race@example.test')).toHaveLength(1);
+      });
+
+      it('remove cascades to keys, endpoints (with pending deliveries and logs), reset tokens, subscriptions and sites', async () => {
+        const { user, subscription } = await customerWithSubscription('gone@example.test', 'gone.example');
+        const { user: other, subscription: kept } = await customerWithSubscription('stay@example.test', 'stay.example');
+        const site = await store.sites.insert({ subscription_id: subscription.id, domain: 'a.gone.example', created_at: T0 });
+        const keptSite = await store.sites.insert({ subscription_id: kept.id, domain: 'a.stay.example', created_at: T0 });
+        const key = await store.apiKeys.insert({ user_id: user.id, name: 'k', key_hash: 'h1', key_prefix: 'ncp_1', last_used_at: null, expires_at: null, created_at: T0 });
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://x.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const token = await store.resetTokens.insert({ user_id: user.id, token_hash: 't1', expires_at: '2099-01-01T00:00:00.000Z', used_at: null, created_at: T0 });
+        const pending = delivery(hook.id, user.id, 0);
+        await store.outbox.enqueue(eventRecord(), [pending]);
+        await store.deliveryLog.append([logEntry(hook.id)]);
+
+        expect((await store.users.remove(user.id))?.id).toBe(user.id);
+        expect(await store.users.get(user.id)).toBeUndefined();
+        expect(await store.apiKeys.get(key.id)).toBeUndefined();
+        expect(await store.apiKeys.byHash('h1')).toBeUndefined();
+        expect(await store.webhooks.get(hook.id)).toBeUndefined();
+        expect(await store.resetTokens.byHash(token.token_hash)).toBeUndefined();
+        expect(await store.subscriptions.get(subscription.id)).toBeUndefined();
+        expect(await store.sites.get(site.id)).toBeUndefined();
+        expect(await store.outbox.get(pending.id)).toBeUndefined();
+        expect(await store.deliveryLog.list(hook.id)).toEqual([]);
+        // The other customer's records stay.
+        expect(await store.users.get(other.id)).toBeDefined();
+        expect(await store.sites.get(keptSite.id)).toBeDefined();
+        expect(await store.users.remove(user.id)).toBeUndefined();
+      });
+    });
+
+    describe('api keys', () => {
+      it('insert, get, byHash, listByUser, remove, touch to the second', async () => {
+        const user = await store.users.insert(userRecord('keys@example.test'));
+        const other = await store.users.insert(userRecord('other@example.test'));
+        const base = { name: 'k', key_prefix: 'ncp_0123456789abcdef', last_used_at: null, expires_at: null, created_at: T0 };
+        const k1 = await store.apiKeys.insert({ ...base, user_id: user.id, key_hash: 'a'.repeat(64) });
+        const k2 = await store.apiKeys.insert({ ...base, user_id: user.id, key_hash: 'b'.repeat(64) });
+        await store.apiKeys.insert({ ...base, user_id: other.id, key_hash: 'c'.repeat(64) });
+        expect(await store.apiKeys.get(k1.id)).toEqual(k1);
+        expect((await store.apiKeys.byHash('b'.repeat(64)))?.id).toBe(k2.id);
+        expect((await store.apiKeys.listByUser(user.id)).map((k) => k.id)).toEqual([k1.id, k2.id]);
+        await store.apiKeys.touch(k1.id, Date.parse('2026-03-01T10:00:00.750Z'));
+        await store.flush();
+        expect((await store.apiKeys.get(k1.id))?.last_used_at).toBe('2026-03-01T10:00:00.000Z');
+        expect((await store.apiKeys.remove(k1.id))?.id).toBe(k1.id);
+        expect(await store.apiKeys.byHash('a'.repeat(64))).toBeUndefined();
+        expect(await store.apiKeys.remove(k1.id)).toBeUndefined();
+      });
+    });
+
+    describe('subscriptions and sites', () => {
+      it('the first subscription is the default; a new default takes the mark from the old one', async () => {
+        const user = await store.users.insert(userRecord('subs@example.test'));
+        const sub = (domain: string, isDefault: boolean) =>
+          store.subscriptions.insert({ customer_id: user.id, main_domain: domain, is_default: isDefault, status: 'active', created_at: T0, updated_at: T0 });
+        const first = await sub('one.example', false);
+        expect(first.is_default).toBe(true);
+        const second = await sub('two.example', false);
+        expect(second.is_default).toBe(false);
+        expect((await store.subscriptions.defaultFor(user.id))?.id).toBe(first.id);
+        const third = await sub('three.example', true);
+        const mine = await store.subscriptions.listByCustomer(user.id);
+        expect(mine.map((s) => [s.id, s.is_default])).toEqual([
+          [first.id, false],
+          [second.id, false],
+          [third.id, true],
+        ]);
+        expect((await store.subscriptions.defaultFor(user.id))?.id).toBe(third.id);
+        expect((await store.subscriptions.list()).map((s) => s.id)).toEqual([first.id, second.id, third.id]);
+        const suspended = await store.subscriptions.update(second.id, { status: 'suspended', updated_at: T0 });
+        expect(suspended?.status).toBe('suspended');
+        expect(await store.subscriptions.defaultFor(9999)).toBeUndefined();
+      });
+
+      it('refuses a duplicate main domain, a customer that is not one, and another customer\'s site domain', async () => {
+        const { user } = await customerWithSubscription('c1@example.test', 'taken.example');
+        const admin = await store.users.insert(userRecord('admin@example.test', 'admin'));
+        const sub = (customerId: number, domain: string) =>
+          store.subscriptions.insert({ customer_id: customerId, main_domain: domain, is_default: false, status: 'active', created_at: T0, updated_at: T0 });
+        expect(await conflictOf(sub(user.id, 'taken.example'))).toBe('subscriptions.main_domain');
+        expect(await conflictOf(sub(admin.id, 'admin.example'))).toBe('users.customer');
+        expect(await conflictOf(sub(9999, 'nobody.example'))).toBe('users.customer');
+        const { subscription: s2 } = await customerWithSubscription('c2@example.test', 'c2.example');
+        await store.sites.insert({ subscription_id: s2.id, domain: 'shop.example', created_at: T0 });
+        expect(await conflictOf(sub(user.id, 'shop.example'))).toBe('domains.owner');
+      });
+
+      it('sites: insert, list by subscription, count, remove; unique domain and foreign main domains refused', async () => {
+        const { subscription: s1 } = await customerWithSubscription('s1@example.test', 's1.example');
+        const { subscription: s2 } = await customerWithSubscription('s2@example.test', 's2.example');
+        const a = await store.sites.insert({ subscription_id: s1.id, domain: 'a.example', created_at: T0 });
+        const b = await store.sites.insert({ subscription_id: s2.id, domain: 'b.example', created_at: T0 });
+        // A customer's own main domain may be a site of theirs.
+        const own = await store.sites.insert({ subscription_id: s1.id, domain: 's1.example', created_at: T0 });
+        expect((await store.sites.listBySubscription(s1.id)).map((s) => s.id)).toEqual([a.id, own.id]);
+        expect((await store.sites.list()).map((s) => s.id)).toEqual([a.id, b.id, own.id]);
+        expect(await store.sites.count()).toBe(3);
+        expect(await conflictOf(store.sites.insert({ subscription_id: s2.id, domain: 'a.example', created_at: T0 }))).toBe('sites.domain');
+        expect(await conflictOf(store.sites.insert({ subscription_id: s2.id, domain: 's1.example', created_at: T0 }))).toBe('sites.domain');
+        expect(await conflictOf(store.sites.insert({ subscription_id: s1.id, domain: 's2.example', created_at: T0 }))).toBe('domains.owner');
+        expect(await conflictOf(store.sites.insert({ subscription_id: 9999, domain: 'z.example', created_at: T0 }))).toBe('subscriptions.missing');
+        expect((await store.sites.remove(a.id))?.id).toBe(a.id);
+        expect(await store.sites.get(a.id)).toBeUndefined();
+        // The domain is free again.
+        await store.sites.insert({ subscription_id: s2.id, domain: 'a.example', created_at: T0 });
+      });
+
+      it('50 concurrent site inserts with one domain: one success, 49 conflicts; the same for main domains', async () => {
+        const { subscription } = await customerWithSubscription('race@example.test', 'race.example');
+        const sites = await Promise.allSettled(
+          Array.from({ length: 50 }, () => store.sites.insert({ subscription_id: subscription.id, domain: 'dup.example', created_at: T0 })),
+        );
+        expect(sites.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        expect(sites.filter((r) => r.status === 'rejected' && r.reason instanceof StoreConflictError)).toHaveLength(49);
+        const customer = await store.users.insert(userRecord('race2@example.test'));
+        const subs = await Promise.allSettled(
+          Array.from({ length: 50 }, () =>
+            store.subscriptions.insert({ customer_id: customer.id, main_domain: 'main.example', is_default: false, status: 'active', created_at: T0, updated_at: T0 }),
+          ),
+        );
+        expect(subs.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        expect(subs.filter((r) => r.status === 'rejected' && r.reason instanceof StoreConflictError)).toHaveLength(49);
+        expect((await store.subscriptions.listByCustomer(customer.id)).filter((s) => s.is_default)).toHaveLength(1);
+      });
+
+      it('removing a subscription removes its sites', async () => {
+        const { subscription } = await customerWithSubscription('rm@example.test', 'rm.example');
+        const site = await store.sites.insert({ subscription_id: subscription.id, domain: 'x.rm.example', created_at: T0 });
+        expect((await store.subscriptions.remove(subscription.id))?.id).toBe(subscription.id);
+        expect(await store.sites.get(site.id)).toBeUndefined();
+      });
+    });
+
+    describe('webhooks', () => {
+      it('insert, get, list, listByUser, update, count; subscribedTo honours activity, events and tenancy', async () => {
+        const admin = await store.users.insert(userRecord('admin@example.test', 'admin'));
+        const c1 = await store.users.insert(userRecord('c1@example.test'));
+        const c2 = await store.users.insert(userRecord('c2@example.test'));
+        const hook = (userId: number, events: string, active = true) =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active, created_at: T0, updated_at: T0 });
+        const all = await hook(admin.id, '*');
+        const mine = await hook(c1.id, 'site.created,site.deleted');
+        const other = await hook(c2.id, '*');
+        const inactive = await hook(c1.id, '*', false);
+        const unrelated = await hook(c1.id, 'backup.completed');
+        expect(await store.webhooks.count()).toBe(5);
+        expect((await store.webhooks.list()).map((w) => w.id)).toEqual([all.id, mine.id, other.id, inactive.id, unrelated.id]);
+        expect((await store.webhooks.listByUser(c1.id)).map((w) => w.id)).toEqual([mine.id, inactive.id, unrelated.id]);
+        expect((await store.webhooks.subscribedTo('site.created', c1.id)).map((w) => w.id)).toEqual([all.id, mine.id]);
+        expect((await store.webhooks.subscribedTo('site.created', null)).map((w) => w.id)).toEqual([all.id]);
+        const updated = await store.webhooks.update(inactive.id, { active: true, updated_at: T0 });
+        expect(updated?.active).toBe(true);
+        expect((await store.webhooks.subscribedTo('site.created', c1.id)).map((w) => w.id)).toEqual([all.id, mine.id, inactive.id]);
+        expect(await store.webhooks.get(other.id)).toEqual(other);
+      });
+
+      it('remove takes the endpoint\'s pending deliveries and log with it', async () => {
+        const user = await store.users.insert(userRecord('wh@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const d = delivery(hook.id, user.id, 0);
+        await store.outbox.enqueue(eventRecord(), [d]);
+        await store.deliveryLog.append([logEntry(hook.id)]);
+        expect((await store.webhooks.remove(hook.id))?.id).toBe(hook.id);
+        expect(await store.outbox.get(d.id)).toBeUndefined();
+        expect(await store.outbox.pendingCount()).toBe(0);
+        expect(await store.deliveryLog.list(hook.id)).toEqual([]);
+        expect(await store.webhooks.remove(hook.id)).toBeUndefined();
+      });
+    });
+
+    describe('reset and revoked tokens', () => {
+      it('a reset token is spent once, even by concurrent uses; removeForUser also drops expired ones', async () => {
+        const user = await store.users.insert(userRecord('rt@example.test'));
+        const other = await store.users.insert(userRecord('rt2@example.test'));
+        const token = await store.resetTokens.insert({ user_id: user.id, token_hash: 'hash-1', expires_at: '2099-01-01T00:00:00.000Z', used_at: null, created_at: T0 });
+        await store.resetTokens.insert({ user_id: other.id, token_hash: 'hash-old', expires_at: '2020-01-01T00:00:00.000Z', used_at: null, created_at: T0 });
+        await store.resetTokens.insert({ user_id: other.id, token_hash: 'hash-live', expires_at: '2099-01-01T00:00:00.000Z', used_at: null, created_at: T0 });
+        expect((await store.resetTokens.byHash('hash-1'))?.id).toBe(token.id);
+        const uses = await Promise.all(Array.from({ length: 10 }, () => store.resetTokens.markUsed(token.id, T0)));
+        expect(uses.filter(Boolean)).toHaveLength(1);
+        expect((await store.resetTokens.byHash('hash-1'))?.used_at).toBe(T0);
+        await store.resetTokens.removeForUser(user.id, Date.parse('2026-06-01T00:00:00Z'));
+        expect(await store.resetTokens.byHash('hash-1')).toBeUndefined();
+        expect(await store.resetTokens.byHash('hash-old')).toBeUndefined();
+        expect(await store.resetTokens.byHash('hash-live')).toBeDefined();
+      });
+
+      it('revoked tokens are known until pruned after their expiry', async () => {
+        await store.revokedTokens.revoke('jti-1', 1_000);
+        await store.revokedTokens.revoke('jti-2', 5_000);
+        expect(await store.revokedTokens.isRevoked('jti-1')).toBe(true);
+        expect(await store.revokedTokens.isRevoked('jti-3')).toBe(false);
+        await store.revokedTokens.prune(2_000);
+        expect(await store.revokedTokens.isRevoked('jti-1')).toBe(false);
+        expect(await store.revokedTokens.isRevoked('jti-2')).toBe(true);
+      });
+    });
+
+    describe('limiter', () => {
+      it('hit counts in a fixed window and starts a new one when it ends', async () => {
+        expect((await store.limiter.hit('k', 1000, 10_000)).count).toBe(1);
+        expect((await store.limiter.hit('k', 1000, 10_500)).count).toBe(2);
+        const fresh = await store.limiter.hit('k', 1000, 11_000);
+        expect(fresh).toMatchObject({ count: 1, window_start: 11_000, locked_until: 0 });
+        expect((await store.limiter.get('k'))?.count).toBe(1);
+      });
+
+      it('100 concurrent hits count to exactly 100', async () => {
+        const counts = await Promise.all(Array.from({ length: 100 }, () => store.limiter.hit('burst', 60_000, 1_000)));
+        expect(counts.map((r) => r.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+        expect((await store.limiter.get('burst'))?.count).toBe(100);
+      });
+
+      it('release takes back a hit; lock holds until its time, then a hit starts afresh', async () => {
+        await store.limiter.hit('l', 60_000, 1_000);
+        await store.limiter.hit('l', 60_000, 1_000);
+        await store.limiter.release('l');
+        expect((await store.limiter.get('l'))?.count).toBe(1);
+        const locked = await store.limiter.lock('l', 5_000);
+        expect(locked.locked_until).toBe(5_000);
+        expect((await store.limiter.lock('l', 3_000)).locked_until).toBe(5_000);
+        expect((await store.limiter.hit('l', 60_000, 2_000)).locked_until).toBe(5_000);
+        expect(await store.limiter.hit('l', 60_000, 5_000)).toMatchObject({ count: 1, locked_until: 0 });
+      });
+
+      it('prune drops what ended', async () => {
+        await store.limiter.hit('old', 1_000, 1_000);
+        await store.limiter.hit('new', 1_000, 9_000);
+        await store.limiter.prune(9_500, 1_000);
+        expect(await store.limiter.get('old')).toBeUndefined();
+        expect(await store.limiter.get('new')).toBeDefined();
+      });
+    });
+
+    describe('settings', () => {
+      it('defaults, partial updates that persist', async () => {
+        expect(await store.settings.get()).toEqual(DEFAULT_SETTINGS);
+        const updated = await store.settings.update({ login_max_attempts: 7 });
+        expect(updated).toEqual({ ...DEFAULT_SETTINGS, login_max_attempts: 7 });
+        await store.settings.update({ jwt_ttl_seconds: 600 });
+        expect(await store.settings.get()).toEqual({ ...DEFAULT_SETTINGS, login_max_attempts: 7, jwt_ttl_seconds: 600 });
+      });
+    });
+
+    describe('transactions', () => {
+      it('everything inside commits together', async () => {
+        const { user, subscription } = await customerWithSubscription('tx@example.test', 'tx.example');
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const d = delivery(hook.id, user.id, 0);
+        const site = await store.transaction(async (tx) => {
+          const site = await tx.sites.insert({ subscription_id: subscription.id, domain: 'in.tx.example', created_at: T0 });
+          // The transaction reads its own writes.
+          expect((await tx.sites.listBySubscription(subscription.id)).map((s) => s.id)).toContain(site.id);
+          await tx.outbox.enqueue(eventRecord(), [d]);
+          return site;
+        });
+        expect(await store.sites.get(site.id)).toEqual(site);
+        expect(await store.outbox.get(d.id)).toMatchObject({ id: d.id, state: 'pending' });
+      });
+
+      it('a transaction that throws leaves nothing behind', async () => {
+        const { user, subscription } = await customerWithSubscription('rollback@example.test', 'rb.example');
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const d = delivery(hook.id, user.id, 0);
+        const before = { users: await store.users.count(), sites: await store.sites.count(), pending: await store.outbox.pendingCount() };
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.users.insert(userRecord('phantom@example.test'));
+            await tx.sites.insert({ subscription_id: subscription.id, domain: 'phantom.example', created_at: T0 });
+            await tx.outbox.enqueue(eventRecord(), [d]);
+            await tx.settings.update({ login_max_attempts: 99 });
+            await tx.limiter.hit('phantom', 60_000, 1);
+            throw new Error('changed my mind');
+          }),
+        ).rejects.toThrow('changed my mind');
+        expect(await store.users.byEmail('phantom@example.test')).toBeUndefined();
+        expect({ users: await store.users.count(), sites: await store.sites.count(), pending: await store.outbox.pendingCount() }).toEqual(before);
+        expect(await store.outbox.get(d.id)).toBeUndefined();
+        expect((await store.settings.get()).login_max_attempts).toBe(DEFAULT_SETTINGS.login_max_attempts);
+        expect(await store.limiter.get('phantom')).toBeUndefined();
+        // The ids and domains are free for the next attempt.
+        await store.sites.insert({ subscription_id: subscription.id, domain: 'phantom.example', created_at: T0 });
+      });
+
+      it('a conflict inside a transaction rolls back what came before it', async () => {
+        const { subscription } = await customerWithSubscription('c@example.test', 'c.example');
+        await store.sites.insert({ subscription_id: subscription.id, domain: 'exists.example', created_at: T0 });
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.sites.insert({ subscription_id: subscription.id, domain: 'first.example', created_at: T0 });
+            await tx.sites.insert({ subscription_id: subscription.id, domain: 'exists.example', created_at: T0 });
+          }),
+        ).rejects.toBeInstanceOf(StoreConflictError);
+        expect((await store.sites.listBySubscription(subscription.id)).map((s) => s.domain)).toEqual(['exists.example']);
+      });
+
+      it('20 concurrent transactions creating one domain with its event: one commits, with exactly one event', async () => {
+        const { user, subscription } = await customerWithSubscription('txrace@example.test', 'txrace.example');
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const results = await Promise.allSettled(
+          Array.from({ length: 20 }, () =>
+            store.transaction(async (tx) => {
+              const site = await tx.sites.insert({ subscription_id: subscription.id, domain: 'once.example', created_at: T0 });
+              await tx.outbox.enqueue(eventRecord(), [delivery(hook.id, user.id, 0)]);
+              return site;
+            }),
+          ),
+        );
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        expect(await store.outbox.pendingCount()).toBe(1);
+      });
+    });
+
+    describe('outbox', () => {
+      async function endpoints(count: number, ownerEmail = 'ob@example.test') {
+        const user = await store.users.insert(userRecord(ownerEmail));
+        const hooks = [];
+        for (let i = 0; i < count; i++) {
+          hooks.push(await store.webhooks.insert({ user_id: user.id, url: `https://h${i}.test/`, secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 }));
+        }
+        return { user, hooks };
+      }
+      const claimDefaults = { leaseMs: 30_000, limit: 100, perEndpoint: 100 };
+
+      it('claims due deliveries only, each endpoint\'s in due order, at most perEndpoint and limit', async () => {
+        const { user, hooks } = await endpoints(2);
+        const [h1, h2] = hooks;
+        const a = delivery(h1.id, user.id, 100);
+        const b = delivery(h1.id, user.id, 200);
+        const c = delivery(h1.id, user.id, 300);
+        const later = delivery(h2.id, user.id, 5_000);
+        const d = delivery(h2.id, user.id, 150);
+        await store.outbox.enqueue(eventRecord(), [a, b, c]);
+        await store.outbox.enqueue(eventRecord(), [later, d]);
+        expect(await store.outbox.pendingCount()).toBe(5);
+        expect(await store.outbox.nextDueAt()).toBe(100);
+        const first = await store.outbox.claim({ ...claimDefaults, owner: 'w1', now: 1_000, perEndpoint: 2 });
+        const ids = first.map((x) => x.id);
+        expect(ids).toHaveLength(4 - 1);
+        expect(ids).toEqual(expect.arrayContaining([a.id, b.id, d.id]));
+        expect(ids).not.toContain(later.id);
+        expect(ids.indexOf(a.id)).toBeLessThan(ids.indexOf(b.id));
+        expect(first.find((x) => x.id === a.id)).toMatchObject({ body: a.body, endpoint_id: h1.id, owner_id: user.id, attempts: 0, state: 'pending' });
+        const limited = await store.outbox.claim({ ...claimDefaults, owner: 'w1', now: 1_000, limit: 0 });
+        expect(limited).toEqual([]);
+      });
+
+      it('two claimers never get the same delivery', async () => {
+        const { user, hooks } = await endpoints(5);
+        const all = hooks.flatMap((h) => Array.from({ length: 20 }, () => delivery(h.id, user.id, 0)));
+        await store.outbox.enqueue(eventRecord(), all);
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        const claims = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            (i % 2 ? other : store).outbox.claim({ ...claimDefaults, owner: `w${i}`, now: 1, limit: 15, perEndpoint: 5 }),
+          ),
+        );
+        const seen = claims.flat().map((x) => x.id);
+        expect(new Set(seen).size).toBe(seen.length);
+        expect(seen.length).toBeGreaterThan(0);
+        // A claim racing others may come back short (what they hold is skipped, not waited for);
+        // claiming on drains the rest, still without a delivery handed out twice.
+        for (let i = 0; seen.length < 100 && i < 50; i++) {
+          seen.push(...(await store.outbox.claim({ ...claimDefaults, owner: `more${i}`, now: 1, limit: 15, perEndpoint: 5 })).map((x) => x.id));
+        }
+        expect(new Set(seen).size).toBe(100);
+        expect(seen.length).toBe(100);
+        const nothing = await store.outbox.claim({ ...claimDefaults, owner: 'late', now: 2 });
+        expect(nothing).toEqual([]);
+      });
+
+      it('an expired lease is claimed again; the old owner\'s outcome is then ignored', async () => {
+        const { user, hooks } = await endpoints(1);
+        const d = delivery(hooks[0].id, user.id, 0);
+        await store.outbox.enqueue(eventRecord(), [d]);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'dead', now: 1_000, leaseMs: 1_000 })).map((x) => x.id)).toEqual([d.id]);
+        expect(await store.outbox.claim({ ...claimDefaults, owner: 'alive', now: 1_999, leaseMs: 1_000 })).toEqual([]);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'alive', now: 2_000, leaseMs: 1_000 })).map((x) => x.id)).toEqual([d.id]);
+        expect(await store.outbox.settle('dead', [{ id: d.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([]);
+        expect(await store.outbox.get(d.id)).toMatchObject({ state: 'pending' });
+        expect(await store.outbox.settle('alive', [{ id: d.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([d.id]);
+        expect(await store.outbox.pendingCount()).toBe(0);
+      });
+
+      it('settle records a retry (claimable when due) and a final outcome (no longer pending)', async () => {
+        const { user, hooks } = await endpoints(1);
+        const d = delivery(hooks[0].id, user.id, 0);
+        const e = delivery(hooks[0].id, user.id, 0);
+        await store.outbox.enqueue(eventRecord(), [d, e]);
+        await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10 });
+        expect(
+          await store.outbox.settle('w', [
+            { id: d.id, state: 'pending', attempts: 1, next_attempt_at: 2_010 },
+            { id: e.id, state: 'failed', attempts: 2, next_attempt_at: 0 },
+          ]),
+        ).toEqual(expect.arrayContaining([d.id, e.id]));
+        expect(await store.outbox.get(d.id)).toMatchObject({ attempts: 1, next_attempt_at: 2_010, state: 'pending' });
+        expect(await store.outbox.pendingCount()).toBe(1);
+        expect(await store.outbox.nextDueAt()).toBe(2_010);
+        expect(await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 2_009 })).toEqual([]);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'w2', now: 2_010 })).map((x) => [x.id, x.attempts])).toEqual([[d.id, 1]]);
+      });
+
+      it('release gives claims back; skips and ids narrow a claim', async () => {
+        const { user, hooks } = await endpoints(2, 'a@example.test');
+        const { user: other, hooks: theirs } = await endpoints(1, 'b@example.test');
+        const d1 = delivery(hooks[0].id, user.id, 0);
+        const d2 = delivery(hooks[1].id, user.id, 0);
+        const d3 = delivery(theirs[0].id, other.id, 0);
+        await store.outbox.enqueue(eventRecord(), [d1, d2, d3]);
+        const skipped = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 1, skipEndpoints: [hooks[0].id], skipOwners: [other.id] });
+        expect(skipped.map((x) => x.id)).toEqual([d2.id]);
+        await store.outbox.release('w', [d2.id]);
+        const named = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 1, ids: [d3.id], skipOwners: [other.id] });
+        expect(named.map((x) => x.id)).toEqual([d3.id]);
+        const rest = await store.outbox.claim({ ...claimDefaults, owner: 'w2', now: 1 });
+        expect(rest.map((x) => x.id).sort()).toEqual([d1.id, d2.id].sort());
+      });
+    });
+
+    describe('delivery log', () => {
+      it('ids are increasing integers; list is newest first with filters; get; since', async () => {
+        const user = await store.users.insert(userRecord('log@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const other = await store.webhooks.insert({ user_id: user.id, url: 'https://o.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const [e1, e2] = await store.deliveryLog.append([
+          logEntry(hook.id, { created_at: '2026-01-01T00:00:00.000Z' }),
+          logEntry(hook.id, { success: false, status_code: 500, event: 'site.deleted', created_at: '2026-01-02T00:00:00.000Z' }),
+        ]);
+        const [e3] = await store.deliveryLog.append([logEntry(other.id)]);
+        expect(Number.isSafeInteger(e1.id) && e1.id > 0 && e1.id < 1e9).toBe(true);
+        expect(e2.id).toBeGreaterThan(e1.id);
+        expect(e3.id).toBeGreaterThan(e2.id);
+        expect(e2).toMatchObject({ endpoint_id: hook.id, success: false, status_code: 500, payload: { event: 'site.created', data: { site_id: 1 } } });
+        expect((await store.deliveryLog.list(hook.id)).map((e) => e.id)).toEqual([e2.id, e1.id]);
+        expect((await store.deliveryLog.list(hook.id, { failed: true })).map((e) => e.id)).toEqual([e2.id]);
+        expect((await store.deliveryLog.list(hook.id, { failed: false })).map((e) => e.id)).toEqual([e1.id]);
+        expect((await store.deliveryLog.list(hook.id, { event: 'site.deleted' })).map((e) => e.id)).toEqual([e2.id]);
+        expect((await store.deliveryLog.list(hook.id, { since: Date.parse('2026-01-01T12:00:00Z') })).map((e) => e.id)).toEqual([e2.id]);
+        expect((await store.deliveryLog.list(hook.id, { limit: 1 })).map((e) => e.id)).toEqual([e2.id]);
+        expect(await store.deliveryLog.get(hook.id, e1.id)).toEqual(e1);
+        expect(await store.deliveryLog.get(other.id, e1.id)).toBeUndefined();
+        expect((await store.deliveryLog.since(e1.id, 10)).map((e) => e.id)).toEqual([e2.id, e3.id]);
+        expect((await store.deliveryLog.since(e1.id, 1)).map((e) => e.id)).toEqual([e2.id]);
+      });
+
+      it('keeps the last 100 attempts per endpoint', async () => {
+        const user = await store.users.insert(userRecord('ret@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        let last: DeliveryLogEntry | undefined;
+        for (let i = 0; i < 250; i++) [last] = await store.deliveryLog.append([logEntry(hook.id, { attempt: 1 })]);
+        const kept = await store.deliveryLog.list(hook.id, { limit: 500 });
+        expect(kept).toHaveLength(100);
+        expect(kept[0].id).toBe(last!.id);
+      });
+    });
+
+    describe('change feed', () => {
+      it('tells of record changes, queued deliveries and logged attempts', async () => {
+        const seen: Change[] = [];
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        let check = () => {};
+        const unsubscribe = other.changes.subscribe((change) => {
+          seen.push(change);
+          check();
+        });
+        const user = await store.users.insert(userRecord('feed@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        await store.outbox.enqueue(eventRecord(), [delivery(hook.id, user.id, 0)]);
+        const [entry] = await store.deliveryLog.append([logEntry(hook.id)]);
+        await store.settings.update({ login_max_attempts: 9 });
+        const arrived = () =>
+          seen.some((c) => c.kind === 'log' && c.entry.id === entry.id) &&
+          seen.some((c) => c.kind === 'record' && c.collection === 'settings') &&
+          seen.some((c) => c.kind === 'outbox') &&
+          seen.some((c) => c.kind === 'record' && c.collection === 'users' && c.id === user.id) &&
+          seen.some((c) => c.kind === 'record' && c.collection === 'webhooks' && c.id === hook.id);
+        // Another handle hears of the changes a moment after they commit: wait for them (bounded).
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`changes not seen: ${JSON.stringify(seen)}`)), 10_000);
+          check = () => {
+            if (!arrived()) return;
+            clearTimeout(timer);
+            resolve();
+          };
+          check();
+        });
+        unsubscribe();
+        expect(arrived()).toBe(true);
+        const logged = seen.find((c): c is Extract<Change, { kind: 'log' }> => c.kind === 'log')!;
+        expect(logged.entry).toMatchObject({ id: entry.id, endpoint_id: hook.id, delivery_id: entry.delivery_id });
+      });
+    });
+  });
+}

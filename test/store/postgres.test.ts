@@ -1,0 +1,389 @@
+// What only PostgreSQL shows, on a real server: migrations under concurrent opens, constraints
+// kept across daemons, the NOTIFY change feed, leased claims from two store instances, the
+// atomic limiter. The backend-neutral behaviour is the contract suite's (contract-postgres).
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { StoreConflictError, StoreUnavailableError, type Change } from '../../src/store/store.js';
+import type { DeliveryLogEntry, DeliveryRecord, UserRecord } from '../../src/store/types.js';
+import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+
+const { url: adminUrl, reason } = pgAdminUrl();
+if (!adminUrl) console.warn(`PostgreSQL store tests skipped: ${reason}`);
+
+const now = () => new Date().toISOString();
+let n = 0;
+const user = (role: UserRecord['role'] = 'customer', email = `u${++n}@example.com`): Omit<UserRecord, 'id'> => ({
+  email,
+  name: 'U',
+  role,
+  password_hash: 'scrypt$x',
+  totp_secret: null,
+  totp_pending_secret: null,
+  two_factor_enabled: false,
+  totp_last_step: null,
+  created_at: now(),
+  updated_at: now(),
+});
+const webhook = (userId: number) => ({
+  user_id: userId,
+  url: 'https://hooks.example.com/x',
+  secret: 's',
+  events: '*',
+  active: true,
+  created_at: now(),
+  updated_at: now(),
+});
+const delivery = (endpointId: number, at: number, extra: Partial<DeliveryRecord> = {}): DeliveryRecord => ({
+  id: randomUUID(),
+  endpoint_id: endpointId,
+  owner_id: null,
+  event: 'site.created',
+  body: '{"x":1}',
+  state: 'pending',
+  attempts: 0,
+  next_attempt_at: at,
+  created_at: new Date(at).toISOString(),
+  ...extra,
+});
+const event = () => ({ id: randomUUID(), event: 'site.created', owner_id: null, data: {}, timestamp: now() });
+const logEntry = (endpointId: number, extra: Partial<DeliveryLogEntry> = {}): Omit<DeliveryLogEntry, 'id'> => ({
+  delivery_id: randomUUID(),
+  endpoint_id: endpointId,
+  event: 'site.created',
+  payload: { event: 'site.created', data: { domain: 'a.example', n: [1, 2, { deep: null }] } },
+  attempt: 1,
+  status_code: 200,
+  response: 'ok',
+  success: true,
+  duration_ms: 12,
+  created_at: now(),
+  request_headers: { 'content-type': 'application/json' },
+  ...extra,
+});
+
+/** Resolves with the first change `accept` takes, seen by `store`'s feed. */
+function nextChange(store: PostgresStore, accept: (c: Change) => boolean): Promise<Change> {
+  return new Promise((resolve) => {
+    const off = store.changes.subscribe((change) => {
+      if (!accept(change)) return;
+      off();
+      resolve(change);
+    });
+  });
+}
+
+async function conflict(promise: Promise<unknown>): Promise<string> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StoreConflictError);
+  return (error as StoreConflictError).constraint;
+}
+
+describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
+  let url: string;
+  let a: PostgresStore;
+  let b: PostgresStore;
+
+  beforeAll(async () => {
+    url = await createDatabase(adminUrl!);
+    // Two daemons starting together: both open, the schema is made once.
+    [a, b] = await Promise.all([PostgresStore.open(url), PostgresStore.open(url)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  it('migrates once when two stores open the same empty database at the same time', async () => {
+    const fresh = await createDatabase(adminUrl!);
+    const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresStore.open(fresh)));
+    const client = new pg.Client({ connectionString: fresh });
+    await client.connect();
+    const { rows } = await client.query('SELECT version, count(*)::int AS n FROM schema_migrations GROUP BY version');
+    await client.end();
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((r) => r.n === 1)).toBe(true);
+    expect(await PostgresStore.initialised(fresh)).toBe(false);
+    await stores[0].users.insert(user('admin'));
+    expect(await PostgresStore.initialised(fresh)).toBe(true);
+    expect(stores[0].info).toEqual({ kind: 'postgres', location: new URL(fresh).host + new URL(fresh).pathname });
+    await Promise.all(stores.map((s) => s.close()));
+  });
+
+  it('answers initialised false for a database without the schema, and unavailable for an unreachable server', async () => {
+    const empty = await createDatabase(adminUrl!);
+    expect(await PostgresStore.initialised(empty)).toBe(false);
+    const unreachable = 'postgres://panel:hunter2@127.0.0.1:1/nothing';
+    const error = await PostgresStore.open(unreachable).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).not.toContain('hunter2');
+    expect((error as Error).cause).toBeDefined();
+    await expect(PostgresStore.initialised(unreachable)).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('keeps the unique rules as conflicts, whichever daemon writes', async () => {
+    await a.users.insert(user('customer', 'Mixed@Example.com'));
+    expect(await conflict(b.users.insert(user('customer', 'mixed@example.COM')))).toBe('users.email');
+    const other = await b.users.insert(user());
+    expect(await conflict(a.users.update(other.id, { email: 'MIXED@example.com' }))).toBe('users.email');
+    expect((await a.users.byEmail('MIXED@EXAMPLE.COM'))!.email).toBe('Mixed@Example.com');
+
+    const c1 = await a.users.insert(user());
+    const c2 = await a.users.insert(user());
+    const admin = await a.users.insert(user('admin'));
+    const s1 = await a.subscriptions.insert({ customer_id: c1.id, main_domain: 'one.example', is_default: false, status: 'active', created_at: now(), updated_at: now() });
+    expect(s1.is_default).toBe(true); // the customer's first
+    const s2 = await b.subscriptions.insert({ customer_id: c2.id, main_domain: 'two.example', is_default: false, status: 'active', created_at: now(), updated_at: now() });
+    const sub = (customer_id: number, main_domain: string, is_default = false) =>
+      ({ customer_id, main_domain, is_default, status: 'active' as const, created_at: now(), updated_at: now() });
+    expect(await conflict(b.subscriptions.insert(sub(c2.id, 'one.example')))).toBe('subscriptions.main_domain');
+    expect(await conflict(b.subscriptions.insert(sub(admin.id, 'admin.example')))).toBe('users.customer');
+    expect(await conflict(b.subscriptions.insert(sub(999_999, 'ghost.example')))).toBe('users.customer');
+
+    await a.sites.insert({ subscription_id: s1.id, domain: 'www.one.example', created_at: now() });
+    expect(await conflict(b.sites.insert({ subscription_id: s2.id, domain: 'www.one.example', created_at: now() }))).toBe('sites.domain');
+    // A site may not take another customer's main domain, nor a main domain another's site.
+    expect(await conflict(b.sites.insert({ subscription_id: s2.id, domain: 'one.example', created_at: now() }))).toBe('domains.owner');
+    expect(await conflict(b.subscriptions.insert(sub(c2.id, 'www.one.example')))).toBe('domains.owner');
+    // The customer's own main domain as a site is fine.
+    await b.sites.insert({ subscription_id: s1.id, domain: 'one.example', created_at: now() });
+    expect(await conflict(a.sites.insert({ subscription_id: 999_999, domain: 'x.example', created_at: now() }))).toBe('subscriptions.missing');
+
+    // A new default takes the mark from the old one in the same transaction.
+    const s3 = await a.subscriptions.insert(sub(c1.id, 'three.example', true));
+    expect(s3.is_default).toBe(true);
+    expect((await b.subscriptions.get(s1.id))!.is_default).toBe(false);
+    expect((await b.subscriptions.defaultFor(c1.id))!.id).toBe(s3.id);
+  });
+
+  it('lets only one of two daemons take a domain for different customers, however they race', async () => {
+    const c1 = await a.users.insert(user());
+    const c2 = await b.users.insert(user());
+    const sub = (customer_id: number, main_domain: string) =>
+      ({ customer_id, main_domain, is_default: false, status: 'active' as const, created_at: now(), updated_at: now() });
+    const s1 = await a.subscriptions.insert(sub(c1.id, `race-a-${n}.example`));
+    for (let i = 0; i < 15; i++) {
+      const domain = `race-${i}-${n}.example`;
+      // One daemon adds it as c1's site while the other makes it c2's main domain.
+      const results = await Promise.allSettled([
+        a.sites.insert({ subscription_id: s1.id, domain, created_at: now() }),
+        b.subscriptions.insert(sub(c2.id, domain)),
+      ]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(lost.reason).toBeInstanceOf(StoreConflictError);
+      expect((lost.reason as StoreConflictError).constraint).toBe('domains.owner');
+    }
+  });
+
+  it('commits a transaction as a whole, rolls it back on a throw, and survives a conflict caught inside it', async () => {
+    const boom = new Error('boom');
+    const thrown = await a
+      .transaction(async (tx) => {
+        await tx.users.insert(user('customer', 'rolled-back@example.com'));
+        throw boom;
+      })
+      .catch((e: unknown) => e);
+    expect(thrown).toBe(boom);
+    expect(await b.users.byEmail('rolled-back@example.com')).toBeUndefined();
+
+    const taken = await a.users.insert(user());
+    const made = await a.transaction(async (tx) => {
+      const first = await tx.users.insert(user());
+      await expect(tx.users.insert(user('customer', taken.email))).rejects.toBeInstanceOf(StoreConflictError);
+      const second = await tx.users.insert(user());
+      // Not visible to the other daemon before commit.
+      expect(await b.users.get(first.id)).toBeUndefined();
+      return [first, second];
+    });
+    expect(await b.users.get(made[0].id)).toEqual(made[0]);
+    expect(await b.users.get(made[1].id)).toEqual(made[1]);
+  });
+
+  it('removes a user with everything they own by cascade', async () => {
+    const customer = await a.users.insert(user());
+    const key = await a.apiKeys.insert({ user_id: customer.id, name: 'k', key_hash: randomUUID(), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: now() });
+    const hook = await a.webhooks.insert(webhook(customer.id));
+    const sub = await a.subscriptions.insert({ customer_id: customer.id, main_domain: `cascade-${n}.example`, is_default: true, status: 'active', created_at: now(), updated_at: now() });
+    const site = await a.sites.insert({ subscription_id: sub.id, domain: `www.cascade-${n}.example`, created_at: now() });
+    const token = await a.resetTokens.insert({ user_id: customer.id, token_hash: randomUUID(), expires_at: new Date(Date.now() + 3600_000).toISOString(), used_at: null, created_at: now() });
+    const d = delivery(hook.id, Date.now());
+    await a.outbox.enqueue(event(), [d]);
+    const [entry] = await a.deliveryLog.append([logEntry(hook.id)]);
+    expect((await a.users.remove(customer.id))!.id).toBe(customer.id);
+    expect(await b.apiKeys.get(key.id)).toBeUndefined();
+    expect(await b.webhooks.get(hook.id)).toBeUndefined();
+    expect(await b.subscriptions.get(sub.id)).toBeUndefined();
+    expect(await b.sites.get(site.id)).toBeUndefined();
+    expect(await b.resetTokens.byHash(token.token_hash)).toBeUndefined();
+    expect(await b.outbox.get(d.id)).toBeUndefined();
+    expect(await b.deliveryLog.get(hook.id, entry.id)).toBeUndefined();
+  });
+
+  it('publishes changes to every store of the database, the writer included', async () => {
+    const seenByB = nextChange(b, (c) => c.kind === 'record' && c.collection === 'users');
+    const seenByA = nextChange(a, (c) => c.kind === 'record' && c.collection === 'users');
+    const made = await a.users.insert(user());
+    expect(await seenByB).toEqual({ kind: 'record', collection: 'users', id: made.id });
+    expect(await seenByA).toEqual({ kind: 'record', collection: 'users', id: made.id });
+
+    const hook = await a.webhooks.insert(webhook(made.id));
+    const outbox = nextChange(b, (c) => c.kind === 'outbox');
+    await a.outbox.enqueue(event(), [delivery(hook.id, Date.now() + 3600_000)]);
+    expect(await outbox).toEqual({ kind: 'outbox' });
+
+    // A log entry rides inline when small, and is fetched by id when it would not fit a NOTIFY.
+    const small = nextChange(b, (c) => c.kind === 'log' && c.entry.endpoint_id === hook.id);
+    const [entry] = await a.deliveryLog.append([logEntry(hook.id)]);
+    expect(await small).toEqual({ kind: 'log', entry });
+    const large = nextChange(b, (c) => c.kind === 'log' && c.entry.endpoint_id === hook.id);
+    const [big] = await a.deliveryLog.append([logEntry(hook.id, { response: 'x'.repeat(4096), payload: { blob: 'y'.repeat(6000) } })]);
+    expect(await large).toEqual({ kind: 'log', entry: big });
+
+    // Settings: B's cached copy is refreshed by the feed.
+    expect((await b.settings.get()).login_max_attempts).toBe(5);
+    const refreshed = nextChange(b, (c) => c.kind === 'record' && c.collection === 'settings');
+    await a.settings.update({ login_max_attempts: 7 });
+    await refreshed;
+    expect((await b.settings.get()).login_max_attempts).toBe(7);
+    expect((await a.settings.update({ jwt_ttl_seconds: 600 })).login_max_attempts).toBe(7);
+  });
+
+  it('reconnects its LISTEN connection when the server drops it, and asks listeners to look again', async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const lookAgain = nextChange(b, (c) => c.kind === 'outbox');
+      const { rows } = await admin.query(
+        "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE application_name = 'panelctl-listen' AND datname = current_database()",
+      );
+      expect(rows.length).toBe(2); // a's and b's
+      await lookAgain;
+      const seen = nextChange(b, (c) => c.kind === 'record' && c.collection === 'users');
+      const made = await a.users.insert(user());
+      expect(await seen).toEqual({ kind: 'record', collection: 'users', id: made.id });
+
+      // Idle pool connections killed under the store: the statement they never ran is sent again
+      // on a fresh connection, for single calls and transactions alike.
+      const kill = () =>
+        admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'panelctl' AND datname = current_database()");
+      await kill();
+      expect(await a.users.get(made.id)).toEqual(made);
+      await Promise.all(Array.from({ length: 10 }, () => a.users.count()));
+      await kill();
+      expect(await a.transaction((tx) => tx.users.get(made.id))).toEqual(made);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('never gives two store instances the same delivery, and spreads claims over endpoints', async () => {
+    const owner = await a.users.insert(user());
+    const hooks = await Promise.all(Array.from({ length: 8 }, () => a.webhooks.insert(webhook(owner.id))));
+    const t0 = Date.now() - 60_000;
+    const all = hooks.flatMap((h, i) => Array.from({ length: 25 }, (_, j) => delivery(h.id, t0 + j * 10 + i, { owner_id: owner.id })));
+    await a.outbox.enqueue(event(), all);
+    const claimed = new Map<string, string>();
+    const claimer = async (store: PostgresStore, name: string) => {
+      for (;;) {
+        const got = await store.outbox.claim({ owner: name, now: Date.now(), leaseMs: 60_000, limit: 7, perEndpoint: 2 });
+        if (got.length === 0) return;
+        const perEndpoint = new Map<number, number>();
+        for (const d of got) perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1);
+        expect(Math.max(...perEndpoint.values())).toBeLessThanOrEqual(2);
+        for (const d of got) {
+          expect(claimed.get(d.id)).toBeUndefined();
+          claimed.set(d.id, name);
+        }
+      }
+    };
+    await Promise.all([claimer(a, 'a1'), claimer(b, 'b1'), claimer(a, 'a2'), claimer(b, 'b2')]);
+    expect(claimed.size).toBe(all.length);
+    expect(new Set(claimed.values()).size).toBeGreaterThan(1);
+    // Only the lease holder's outcomes count.
+    const [first] = all;
+    expect(await b.outbox.settle('nobody', [{ id: first.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([]);
+    const holder = claimed.get(first.id)!;
+    expect(await b.outbox.settle(holder, [{ id: first.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([first.id]);
+    expect((await a.outbox.get(first.id))!.state).toBe('succeeded');
+  });
+
+  it('lets another claimer take a delivery once its lease ends, and then ignores the first holder', async () => {
+    const owner = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(owner.id));
+    const t = 5_000_000_000_000; // far future, so other tests' claims do not reach it
+    const d = delivery(hook.id, t, { owner_id: owner.id, manual: true });
+    await a.outbox.enqueue(event(), [d]);
+    const opts = { limit: 10, perEndpoint: 10, leaseMs: 1000, ids: [d.id] };
+    expect((await a.outbox.claim({ ...opts, owner: 'a', now: t })).map((x) => x.id)).toEqual([d.id]);
+    expect(await b.outbox.claim({ ...opts, owner: 'b', now: t + 999 })).toEqual([]);
+    const retaken = await b.outbox.claim({ ...opts, owner: 'b', now: t + 1000 });
+    expect(retaken).toEqual([{ ...d }]);
+    expect(await a.outbox.settle('a', [{ id: d.id, state: 'failed', attempts: 1, next_attempt_at: t }])).toEqual([]);
+    expect(await b.outbox.settle('b', [{ id: d.id, state: 'pending', attempts: 1, next_attempt_at: t + 2000 }])).toEqual([d.id]);
+    expect(await a.outbox.get(d.id)).toMatchObject({ state: 'pending', attempts: 1, next_attempt_at: t + 2000, manual: true });
+    // Released leases are claimable at once; skips do not hide named deliveries.
+    expect(await a.outbox.claim({ ...opts, owner: 'a', now: t + 2000, skipEndpoints: [hook.id] })).toHaveLength(1);
+    await a.outbox.release('a', [d.id]);
+    const skipped = await b.outbox.claim({ owner: 'b', now: t + 2000, leaseMs: 1000, limit: 1000, perEndpoint: 1000, skipEndpoints: [hook.id] });
+    expect(skipped.map((x) => x.id)).not.toContain(d.id);
+    await b.outbox.release('b', skipped.map((x) => x.id));
+    expect(await b.outbox.claim({ ...opts, owner: 'b', now: t + 2000 })).toHaveLength(1);
+  });
+
+  it('counts 100 concurrent limiter hits from two daemons exactly once each', async () => {
+    const key = `login:${randomUUID()}`;
+    const t = Date.now();
+    const hits = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).limiter.hit(key, 60_000, t)));
+    expect(hits.map((h) => h.count).sort((x, y) => x - y)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect((await a.limiter.get(key))!.count).toBe(100);
+    // A lock keeps counting; once it ends, the next hit starts a new window.
+    await b.limiter.lock(key, t + 1000);
+    expect(await a.limiter.lock(key, t + 500)).toMatchObject({ locked_until: t + 1000 });
+    expect(await a.limiter.hit(key, 60_000, t + 10)).toMatchObject({ count: 101, locked_until: t + 1000 });
+    expect(await a.limiter.hit(key, 60_000, t + 1000)).toEqual({ key, count: 1, window_start: t + 1000, locked_until: 0 });
+    await b.limiter.release(key);
+    await b.limiter.release(key);
+    expect((await a.limiter.get(key))!.count).toBe(0);
+    expect(await a.limiter.hit(key, 60_000, t + 61_000)).toMatchObject({ count: 1, window_start: t + 61_000 });
+  });
+
+  it('holds API key uses in memory until flushed, and shares one secret between daemons', async () => {
+    const owner = await a.users.insert(user());
+    const key = await a.apiKeys.insert({ user_id: owner.id, name: 'k', key_hash: randomUUID(), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: now() });
+    await a.apiKeys.touch(key.id, Date.parse('2026-11-21T10:00:00.250Z'));
+    expect((await a.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:00.000Z');
+    await a.flush();
+    expect((await b.apiKeys.get(key.id))!.last_used_at).toBe('2026-11-21T10:00:00.000Z');
+
+    const [s1, s2] = await Promise.all([a.sharedSecret('jwt', () => 'from-a'), b.sharedSecret('jwt', () => 'from-b')]);
+    expect(s1).toBe(s2);
+    expect(await b.sharedSecret('jwt', () => 'later')).toBe(s1);
+  });
+
+  it('keeps the newest 100 log entries per endpoint, filters them, and resumes a stream by id', async () => {
+    const owner = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(owner.id));
+    const t = Date.parse('2026-01-01T00:00:00.000Z');
+    const entries = Array.from({ length: 130 }, (_, i) =>
+      logEntry(hook.id, { success: i % 3 !== 0, event: i % 2 ? 'site.created' : 'site.deleted', created_at: new Date(t + i * 1000).toISOString(), payload: i }),
+    );
+    const appended = [];
+    for (let i = 0; i < entries.length; i += 20) appended.push(...(await a.deliveryLog.append(entries.slice(i, i + 20))));
+    const ids = appended.map((e) => e.id);
+    expect([...ids].sort((x, y) => x - y)).toEqual(ids);
+    const listed = await b.deliveryLog.list(hook.id, { limit: 500 });
+    expect(listed).toHaveLength(100);
+    expect(listed[0]).toEqual(appended[129]);
+    expect(listed.map((e) => e.payload)).toEqual(Array.from({ length: 100 }, (_, i) => 129 - i));
+    expect((await b.deliveryLog.list(hook.id, { failed: true })).every((e) => !e.success)).toBe(true);
+    expect((await b.deliveryLog.list(hook.id, { event: 'site.deleted', limit: 5 })).map((e) => e.payload)).toEqual([128, 126, 124, 122, 120]);
+    expect((await b.deliveryLog.list(hook.id, { since: t + 125_000 })).map((e) => e.payload)).toEqual([129, 128, 127, 126, 125]);
+    expect(await b.deliveryLog.get(hook.id, appended[0].id)).toBeUndefined();
+    expect((await b.deliveryLog.since(appended[126].id, 10)).map((e) => e.payload)).toEqual([127, 128, 129]);
+  });
+});
