@@ -10,5 +10,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     fileParallelism: false,
+    setupFiles: ['test/helpers/setup.ts'],
+    globalSetup: ['test/helpers/global-teardown.ts'],
   },
 });

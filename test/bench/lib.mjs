@@ -68,6 +68,8 @@ export function client(url, ca, token) {
   const agent = new Agent({ connect: { ca }, connections: 64, pipelining: 1 });
   return {
     agent,
+    url,
+    ca,
     async call(method, path, body, extraHeaders = {}) {
       const headers = { ...extraHeaders };
       if (token) headers.authorization = `Bearer ${token}`;

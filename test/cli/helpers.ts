@@ -1,17 +1,15 @@
 // Helpers of the CLI tests: the built CLI pointed at a test daemon with its own config
 // directory, an independent TOTP (RFC 6238) for 2FA, a pseudo-terminal through script(1),
-// and an HTTPS webhook receiver on loopback.
+// and long-running CLI children. (The HTTPS receiver is test/helpers/receiver.ts.)
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { generateCertificate } from '../../src/daemon/tls.js';
 import { BIN, runCli, type CliResult } from '../helpers/cli.js';
 import type { TestDaemon } from '../helpers/daemon.js';
+import { track } from '../helpers/processes.js';
 
 export interface CliSession {
   configDir: string;
@@ -104,10 +102,15 @@ export interface TtyRun {
 /** Runs the built CLI on a pseudo-terminal (stdin, stdout and stderr are the TTY). */
 export function runOnTty(args: string[], env: NodeJS.ProcessEnv, columns = 120): TtyRun {
   const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const child = spawn('script', ['-qfec', `stty cols ${columns} rows 40; exec ${quoted}`, '/dev/null'], {
-    env: { ...process.env, TERM: 'xterm-256color', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  // Its own process group, so ending it ends the shell and the CLI that script(1) started.
+  const child = track(
+    spawn('script', ['-qfec', `stty cols ${columns} rows 40; exec ${quoted}`, '/dev/null'], {
+      env: { ...process.env, TERM: 'xterm-256color', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    }),
+    { group: true },
+  );
   let output = '';
   const waiters: Array<() => void> = [];
   child.stdout.on('data', (chunk) => {
@@ -119,7 +122,7 @@ export function runOnTty(args: string[], env: NodeJS.ProcessEnv, columns = 120):
   return {
     done,
     write: (text) => child.stdin.write(text),
-    waitFor(pattern, timeoutMs = 20_000) {
+    waitFor(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} in:\n${output}`)), timeoutMs);
         const check = () => {
@@ -140,47 +143,6 @@ export function plain(text: string): string {
   return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
 }
 
-// ─── An HTTPS webhook receiver on loopback ───
-
-export interface Receiver {
-  url: string;
-  /** PEM of its self-signed certificate (give it to the daemon as NODE_EXTRA_CA_CERTS). */
-  caFile: string;
-  received: Array<{ headers: Record<string, string | string[] | undefined>; body: string }>;
-  /** Status codes answered, in turn; the last one repeats. */
-  respondWith(...statuses: number[]): void;
-  close(): Promise<void>;
-}
-
-export async function startReceiver(dir: string): Promise<Receiver> {
-  const { cert, key } = generateCertificate(2);
-  const caFile = join(dir, 'receiver-ca.pem');
-  await writeFile(caFile, cert);
-  let statuses = [200];
-  const received: Receiver['received'] = [];
-  const server: Server = createServer({ cert, key }, (request, response) => {
-    let body = '';
-    request.setEncoding('utf8');
-    request.on('data', (chunk) => (body += chunk));
-    request.on('end', () => {
-      received.push({ headers: request.headers, body });
-      const status = statuses.length > 1 ? statuses.shift()! : statuses[0];
-      response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'nope');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `https://127.0.0.1:${port}/hook`,
-    caFile,
-    received,
-    respondWith: (...next) => {
-      statuses = next;
-    },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
-
 // ─── A long-running CLI (e.g. --follow) whose output is read while it runs ───
 
 export interface RunningCli {
@@ -192,7 +154,7 @@ export interface RunningCli {
 }
 
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = track(spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stdout = '';
   let stderr = '';
   const waiters: Array<() => void> = [];
@@ -208,7 +170,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
     done,
     stdout: () => stdout,
     kill: (signal = 'SIGINT') => child.kill(signal),
-    waitForStderr(pattern, timeoutMs = 20_000) {
+    waitForStderr(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} on stderr:\n${stderr}`)), timeoutMs);
         const check = () => {

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { cliSession, HAS_SCRIPT, plain, runOnTty, spawnCli, startReceiver, type CliSession, type Receiver } from './helpers.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { cliSession, HAS_SCRIPT, plain, runOnTty, spawnCli, type CliSession } from './helpers.js';
 
 
 function signatureOk(received: { headers: Record<string, unknown>; body: string }, secret: string): boolean {
@@ -16,7 +17,7 @@ function signatureOk(received: { headers: Record<string, unknown>; body: string 
   return received.headers['x-webhook-signature'] === expected;
 }
 
-async function until<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+async function until<T>(probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
@@ -28,6 +29,7 @@ async function until<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise
 
 describe('panelctl webhooks', () => {
   let dir: string;
+  let tls: ReceiverTls;
   let receiver: Receiver;
   let daemon: TestDaemon;
   let cli: CliSession;
@@ -36,8 +38,9 @@ describe('panelctl webhooks', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'panelctl-cli-hooks-'));
-    receiver = await startReceiver(dir);
-    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: receiver.caFile } });
+    tls = await makeReceiverTls();
+    receiver = await startReceiver(tls);
+    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
     cli = await cliSession(daemon);
     const login = await cli.run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(login.code).toBe(0);
@@ -46,6 +49,7 @@ describe('panelctl webhooks', () => {
     await cli?.dispose();
     await daemon?.dispose();
     await receiver?.close();
+    await tls?.dispose();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -83,10 +87,10 @@ describe('panelctl webhooks', () => {
 
   it('tests the endpoint: a signed webhook.test reaches the receiver, exit 0', async () => {
     receiver.respondWith(200);
-    const before = receiver.received.length;
+    const before = receiver.requests.length;
     const entry = await cli.json(['webhooks', 'test', String(id), '--message', 'hello from the CLI test']);
     expect(entry).toMatchObject({ endpoint_id: id, event: 'webhook.test', success: true, status_code: 200, attempt: 1 });
-    const got = receiver.received[before];
+    const got = receiver.requests[before];
     expect(got.headers['x-webhook-event']).toBe('webhook.test');
     expect(JSON.parse(got.body).data).toEqual({ message: 'hello from the CLI test' });
     expect(signatureOk(got, secret)).toBe(true);
@@ -171,9 +175,9 @@ describe('panelctl webhooks', () => {
     const updated = JSON.parse(result.stdout);
     expect(updated).toMatchObject({ id, events: '*', secret: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(updated.secret).not.toBe(secret);
-    const before = receiver.received.length;
+    const before = receiver.requests.length;
     await cli.json(['webhooks', 'test', String(id)]);
-    const got = await until(() => receiver.received[before]);
+    const got = await until(() => receiver.requests[before]);
     expect(signatureOk(got, updated.secret)).toBe(true);
     expect(signatureOk(got, secret)).toBe(false);
   });

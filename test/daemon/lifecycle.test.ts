@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, runCli } from '../helpers/cli.js';
 import { makeDataDir, startDaemon, waitForExit, type TestDaemon } from '../helpers/daemon.js';
+import { track } from '../helpers/processes.js';
 
 describe('daemon lifecycle', () => {
   let daemon: TestDaemon;
@@ -116,7 +117,7 @@ describe('durability and shutdown', () => {
       // The daemon's output reaches this process through a pipe: wait for the last answer's line.
       // Complete lines only: the last piece may still be arriving.
       const parsed = () => daemon.output().split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-      for (let waited = 0; waited < 5000 && !parsed().some((l) => l.msg === 'request completed' && l.res?.statusCode === 401); waited += 50) {
+      for (let waited = 0; waited < 30_000 && !parsed().some((l) => l.msg === 'request completed' && l.res?.statusCode === 401); waited += 50) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       const lines = parsed();
@@ -140,7 +141,7 @@ describe('durability and shutdown', () => {
     const file = join(daemon.dataDir, 'store.json');
     const garbage = '{"schema_version": 1, "users": [ {"id": 1,';
     await writeFile(file, garbage);
-    const proc = spawn(process.execPath, [BIN, 'daemon', 'start', '--foreground', '--port', '0', '--data-dir', daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = track(spawn(process.execPath, [BIN, 'daemon', 'start', '--foreground', '--port', '0', '--data-dir', daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] }));
     let stderr = '';
     proc.stderr!.on('data', (chunk) => (stderr += chunk));
     expect(await waitForExit(proc)).toBe(1);

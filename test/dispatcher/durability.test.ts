@@ -5,7 +5,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForExit } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, entries, publish, sleep, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, entries, publish, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
 
 describe.concurrent('deliveries across daemon restarts', () => {
   let tls: ReceiverTls;
@@ -34,13 +34,12 @@ describe.concurrent('deliveries across daemon restarts', () => {
     const [first] = await hook.waitFor(1);
     await waitForEntries(world, token, id, 1);
     await world.daemon.kill();
-    const killedAt = Date.now();
-    expect(killedAt - first.at).toBeLessThan(1_500); // the retry was still pending
+    expect(hook.requests).toHaveLength(1); // the retry was still pending (due 2 s after the failure)
 
     const restarted = await world.daemon.restart();
     cleanup.push(() => restarted.dispose());
     const again: World = { daemon: restarted, admin: await restarted.login() };
-    const [, retry] = await hook.waitFor(2, 15_000);
+    const [, retry] = await hook.waitFor(2);
     expect(retry.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
     expect(retry.body).toBe(first.body);
     expect(retry.at - first.at).toBeGreaterThanOrEqual(1_900);
@@ -62,7 +61,7 @@ describe.concurrent('deliveries across daemon restarts', () => {
     await world.daemon.kill();
     const restarted = await world.daemon.restart();
     cleanup.push(() => restarted.dispose());
-    const [, second] = await hook.waitFor(2, 15_000);
+    const [, second] = await hook.waitFor(2);
     expect(second.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
     const log = await waitForEntries({ daemon: restarted, admin: '' }, token, id, 1);
     expect(log).toHaveLength(1);
@@ -89,7 +88,8 @@ describe.concurrent('deliveries across daemon restarts', () => {
     world.daemon.proc.kill('SIGTERM');
     const code = await waitForExit(world.daemon.proc);
     expect(code).toBe(0);
-    expect(Date.now() - stopping).toBeLessThan(8_000);
+    // Bounded by the attempt in flight (1.5 s), not by the open stream; generous for a busy machine.
+    expect(Date.now() - stopping).toBeLessThan(20_000);
     // The stream ended (it did not hold the shutdown open) after carrying the finished attempt.
     expect(await streamText).toMatch(/event: delivery\n/);
     await agent.destroy();
@@ -99,7 +99,9 @@ describe.concurrent('deliveries across daemon restarts', () => {
     const log = await entries({ daemon: restarted, admin: '' }, token, id);
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ attempt: 1, success: true, status_code: 200 });
-    await sleep(500);
-    expect(hook.requests).toHaveLength(1);
+    // Nothing is sent again: the next event (the marker) is the next request the receiver gets.
+    await publish({ daemon: restarted, admin: await restarted.login() }, 'site.created', { site_id: 8, domain: 'marker.example' }, ownerId);
+    const [, next] = await hook.waitFor(2);
+    expect(JSON.parse(next.body).data.domain).toBe('marker.example');
   });
 });

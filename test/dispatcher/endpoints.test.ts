@@ -5,7 +5,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, startWorld, type World } from './fixtures.js';
+import { customer, startWorld, waitForEntries, type World } from './fixtures.js';
 
 const URL_A = 'https://hooks.example.invalid/a';
 
@@ -189,8 +189,11 @@ describe.concurrent('webhook endpoints API', () => {
     expect(await readdir(logs)).toContain(`${id}.jsonl`);
     expect((await world.daemon.request('DELETE', `/webhooks/${id}`, { token })).status).toBe(200);
     expect(await readdir(logs)).not.toContain(`${id}.jsonl`);
-    // The retry, 2 s later, finds the endpoint gone and brings no log back.
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // The retry, 2 s later, finds the endpoint gone and brings no log back. The marker: a second
+    // endpoint's failed test, whose retry is due after that one and must be logged after it.
+    const marker = (await world.daemon.request('POST', '/webhooks', { token, body: { url: URL_A, secret: 's', events: '*', active: false } })).body.data.id;
+    expect((await world.daemon.request('POST', `/webhooks/${marker}/test`, { token })).body.data).toMatchObject({ success: false });
+    await waitForEntries(world, token, marker, 2);
     expect(await readdir(logs)).not.toContain(`${id}.jsonl`);
   });
 });

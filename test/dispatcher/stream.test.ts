@@ -28,7 +28,7 @@ function follow(world: World, token: string, endpointId?: number) {
     received,
     states,
     ready,
-    async until(count: number, timeoutMs = 10_000) {
+    async until(count: number, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (received.length < count) {
         if (Date.now() > deadline) throw new Error(`stream got ${received.length} of ${count} entries`);
@@ -111,19 +111,26 @@ describe('the delivery stream', () => {
     await streamB.until(1);
     await streamA2.until(1);
     const adminSeen = await (async () => {
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + 30_000;
       for (;;) {
         const mine = streamAdmin.received.filter((e) => [a1, a2, b1].includes(e.endpoint_id));
         if (mine.length >= 3 || Date.now() > deadline) return mine;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 300));
 
-    expect(streamA.received.map((e) => e.endpoint_id).sort()).toEqual([a1, a2].sort());
-    expect(streamB.received.map((e) => e.endpoint_id)).toEqual([b1]);
-    expect(streamB.received[0].payload).toMatchObject({ data: { name: 'b.test' } });
-    expect(streamA2.received.map((e) => e.endpoint_id)).toEqual([a2]);
+    // Markers, one per customer, sent after the first entries were streamed: once they are in,
+    // anything leaked from the other customer's events would have come before them.
+    await publish(world, 'domain.created', { domain_id: 3, name: 'marker-a.test' }, a.id);
+    await publish(world, 'domain.created', { domain_id: 4, name: 'marker-b.test' }, b.id);
+    await streamA.until(4);
+    await streamA2.until(2);
+    await streamB.until(2);
+    const names = (stream: { received: Array<{ endpoint_id: number; payload: unknown }> }) =>
+      stream.received.map((e) => `${e.endpoint_id} ${(e.payload as { data: { name: string } }).data.name}`).sort();
+    expect(names(streamA)).toEqual([`${a1} a.test`, `${a1} marker-a.test`, `${a2} a.test`, `${a2} marker-a.test`].sort());
+    expect(names(streamB)).toEqual([`${b1} b.test`, `${b1} marker-b.test`]);
+    expect(names(streamA2)).toEqual([`${a2} a.test`, `${a2} marker-a.test`]);
     expect(adminSeen.map((e) => e.endpoint_id).sort()).toEqual([a1, a2, b1].sort());
     await Promise.all([streamA.stop(), streamA2.stop(), streamB.stop(), streamAdmin.stop()]);
   });

@@ -2,7 +2,7 @@
 // registry, its event table the catalogue, its limits the default settings, its code blocks
 // are the example files verbatim, and those example receivers really accept signed
 // deliveries, deduplicate them and refuse bad signatures with 403.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,8 @@ import { exampleDelivery } from '../../src/daemon/docs/webhooks.js';
 import { API_ERRORS } from '../../src/shared/errors.js';
 import { EVENT_CATALOGUE, eventType } from '../../src/shared/events.js';
 import { DEFAULT_SETTINGS } from '../../src/shared/settings.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { track } from '../helpers/processes.js';
 import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -69,10 +70,7 @@ describe('integrator guide', () => {
 // ---- the example receivers, run for real ----
 
 const SECRET = 'guide-test-secret';
-const running: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of running) child.kill('SIGKILL');
-});
+
 
 interface Receiver {
   port: number;
@@ -80,14 +78,16 @@ interface Receiver {
 }
 
 function startReceiver(command: string, file: string, tlsEnv: Record<string, string> = {}): Promise<Receiver> {
-  const child = spawn(command, [`${ROOT}${file}`], {
-    env: { ...process.env, WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', ...tlsEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.push(child);
+  // Tracked: ended with the test file, or at once if its test fails.
+  const child = track(
+    spawn(command, [`${ROOT}${file}`], {
+      env: { ...process.env, WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', ...tlsEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${output}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${output}`)), 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk;
       const match = /listening on (\d+)/.exec(output);
@@ -116,7 +116,7 @@ async function deliver(receiver: Receiver, body: string, headers: Record<string,
 }
 
 async function until(predicate: () => boolean, what: string) {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -143,9 +143,13 @@ async function exerciseReceiver(receiver: Receiver) {
   expect((await deliver(receiver, body, { ...headers, 'x-webhook-delivery': randomUUID(), 'x-webhook-signature': `sha256=${'z'.repeat(64)}` })).status).toBe(403);
   expect((await deliver(receiver, body, { ...headers, 'x-webhook-delivery': randomUUID(), 'x-webhook-signature': 'sha256=abc' })).status).toBe(403);
 
-  // Exactly one handled line: neither the duplicate nor the refused requests were processed.
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  expect(receiver.output().match(/^handled /gm)).toHaveLength(1);
+  // Exactly one handled line before the marker (a later valid delivery, handled in turn):
+  // neither the duplicate nor the refused requests were processed.
+  const marker = randomUUID();
+  expect(await deliver(receiver, body, { ...headers, 'x-webhook-delivery': marker, 'x-webhook-signature': sign(body) })).toEqual({ status: 200, text: 'ok' });
+  await until(() => receiver.output().includes(`handled ${marker} `), 'the marker line');
+  expect(receiver.output().match(/^handled /gm)).toHaveLength(2);
+  expect(receiver.output().match(new RegExp(`^handled ${id} `, 'gm'))).toHaveLength(1);
 }
 
 const python = await new Promise<boolean>((resolve) => {
@@ -178,8 +182,7 @@ describe('example webhook receivers take real deliveries from the daemon', () =>
     tlsEnv = { TLS_CERT: join(tlsDir, 'cert.pem'), TLS_KEY: join(tlsDir, 'key.pem') };
     await writeFile(tlsEnv.TLS_CERT, tls.cert);
     await writeFile(tlsEnv.TLS_KEY, tls.key, { mode: 0o600 });
-    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-    admin = await daemon.login();
+    ({ daemon, admin } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } }));
   }, 60_000);
   afterAll(async () => {
     await daemon?.dispose();

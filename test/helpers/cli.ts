@@ -1,6 +1,7 @@
 // Runs the built CLI (bin/panelctl.js) as a child process, the way a user or script would.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { track } from './processes.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/panelctl.js', import.meta.url));
 
@@ -15,11 +16,13 @@ export function runCli(
   options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, NO_COLOR: '1', ...options.env },
-      cwd: options.cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = track(
+      spawn(process.execPath, [BIN, ...args], {
+        env: { ...process.env, NO_COLOR: '1', ...options.env },
+        cwd: options.cwd,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -27,7 +30,7 @@ export function runCli(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`panelctl ${args.join(' ')} timed out\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, options.timeoutMs ?? 30_000);
+    }, options.timeoutMs ?? 50_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);

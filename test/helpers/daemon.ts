@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
 import { BIN, runCli } from './cli.js';
+import { track } from './processes.js';
 
 export const ADMIN_EMAIL = 'admin@localhost';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -61,13 +62,6 @@ export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD): P
   if (result.code !== 0) throw new Error(`init failed: ${result.stderr}`);
 }
 
-// Daemons still running when the test worker exits (a test that timed out never reaches its
-// dispose) are killed with it, so none outlives the suite.
-const running = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const proc of running) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-});
-
 export function waitForExit(proc: ChildProcess): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
   return new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
@@ -81,16 +75,15 @@ export async function startDaemon(options: StartOptions = {}): Promise<TestDaemo
     await initDataDir(dataDir);
   }
   const args = [BIN, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--log-level', 'warn', ...(options.args ?? [])];
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(proc);
-  proc.once('exit', () => running.delete(proc));
+  // Tracked: a test that times out never reaches its dispose, and the daemon must not outlive it.
+  const proc = track(spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
   proc.stderr!.on('data', (chunk) => (output += chunk));
 
   const ca = await readFile(join(dataDir, 'tls', 'cert.pem'), 'utf8');
   const agent = new Agent({ connect: { ca }, keepAliveTimeout: 1000 });
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 45_000;
   let url = '';
   while (!url) {
     if (proc.exitCode !== null) throw new Error(`daemon exited with ${proc.exitCode}: ${output}`);
@@ -166,4 +159,28 @@ export async function startDaemon(options: StartOptions = {}): Promise<TestDaemo
     },
   };
   return daemon;
+}
+
+export interface LoggedIn {
+  daemon: TestDaemon;
+  /** The admin's JWT. */
+  admin: string;
+}
+
+/**
+ * The suite's daemon fixture: a started daemon with its admin signed in and, when given,
+ * settings applied (e.g. limits raised out of the way of a test about something else).
+ *
+ * @example
+ * beforeAll(async () => ({ daemon, admin } = await startLoggedIn({ settings: RELAXED })));
+ * afterAll(() => daemon?.dispose());
+ */
+export async function startLoggedIn(options: StartOptions & { settings?: Record<string, unknown> } = {}): Promise<LoggedIn> {
+  const daemon = await startDaemon(options);
+  const admin = await daemon.login();
+  if (options.settings) {
+    const result = await daemon.request('PUT', '/admin/settings', { token: admin, body: options.settings });
+    if (result.status !== 200) throw new Error(`settings refused: ${result.status} ${result.text}`);
+  }
+  return { daemon, admin };
 }

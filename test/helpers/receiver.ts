@@ -1,9 +1,10 @@
-// Real HTTPS webhook receivers on 127.0.0.1 for tests: a self-signed certificate (SAN localhost,
-// 127.0.0.1, ::1) written to a CA file the daemon trusts through NODE_EXTRA_CA_CERTS, and servers
-// that record every request (raw body bytes, headers, arrival time) and answer as a test says.
+// The one HTTPS webhook receiver of the tests, on 127.0.0.1: a self-signed certificate (SAN
+// localhost, 127.0.0.1, ::1) written to a CA file the daemon trusts through NODE_EXTRA_CA_CERTS,
+// and servers that record every request (raw body bytes, headers, arrival time) and answer as a
+// test says: a status, a delay, an answer held until the test releases it, a hostile answer.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,8 +44,16 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Answer only once this settles (the test decides when, not a timer). */
+  until?: Promise<unknown>;
   /** Send the body start, then keep the response open, trickling bytes, never ending it. */
   endless?: boolean;
+  /** Never answer; the connection stays open until the client gives up. */
+  never?: boolean;
+  /** Destroy the connection instead of answering. */
+  reset?: boolean;
+  /** Write the answer yourself (e.g. a huge body); status, body and headers are ignored. */
+  raw?: (res: ServerResponse) => void;
 }
 
 export type Handler = (request: ReceivedRequest, index: number) => Reply;
@@ -60,6 +69,8 @@ export interface Receiver {
   connections(): number;
   /** Replaces how it answers (default: 200 "ok"). */
   handle(handler: Handler): void;
+  /** Answers these statuses to the next requests in turn, the last one repeating. */
+  respondWith(...statuses: number[]): void;
   /** Resolves once `count` requests have arrived (rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
   close(): Promise<void>;
@@ -99,7 +110,12 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
       for (const wake of waiters.splice(0)) wake();
       const reply = current(received, index);
       const answer = () => {
-        if (res.destroyed) return;
+        if (res.destroyed || reply.never) return;
+        if (reply.reset) return void req.socket.destroy();
+        if (reply.raw) {
+          release();
+          return reply.raw(res);
+        }
         res.writeHead(reply.status ?? 200, { 'content-type': 'text/plain', ...reply.headers });
         if (!reply.endless) {
           release();
@@ -110,7 +126,8 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
         const trickle = setInterval(() => (res.destroyed ? clearInterval(trickle) : res.write('x')), 100);
         timers.add(trickle);
       };
-      if (reply.delayMs) {
+      if (reply.until) void reply.until.then(answer, answer);
+      else if (reply.delayMs) {
         const timer = setTimeout(answer, reply.delayMs);
         timers.add(timer);
       } else answer();
@@ -133,7 +150,14 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
     handle(next) {
       current = next;
     },
-    async waitFor(count, timeoutMs = 15_000) {
+    respondWith(...statuses) {
+      const queue = [...statuses];
+      current = () => {
+        const status = queue.length > 1 ? queue.shift()! : queue[0];
+        return { status, body: status < 300 ? 'ok' : 'nope' };
+      };
+    },
+    async waitFor(count, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (requests.length < count) {
         const left = deadline - Date.now();

@@ -3,8 +3,8 @@
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sameSecret } from '../../src/daemon/plugins/auth.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { RELAXED, createUser, filesContaining, putSettings, sleep } from './helpers.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { RELAXED, createUser, filesContaining, sleep } from './helpers.js';
 
 describe('sameSecret (the connection cache\'s constant-time comparison)', () => {
   it('is true only for identical strings, whatever the lengths', () => {
@@ -27,9 +27,7 @@ describe('API keys', () => {
   let other: string;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await putSettings(daemon, admin, RELAXED);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
     const c = await createUser(daemon, admin, 'keys@example.com');
     const o = await createUser(daemon, admin, 'other@example.com');
     customer = await daemon.login(c.email, c.password);

@@ -101,8 +101,8 @@ export async function filesContaining(dir: string, needle: string): Promise<stri
   return hits;
 }
 
-/** Polls until `probe` returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+/** Polls until `probe` returns a value (not undefined), or fails after `timeoutMs` (generous: a busy machine is slow, not wrong). */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

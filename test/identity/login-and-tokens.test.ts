@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, createUser, putSettings } from './helpers.js';
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -15,9 +15,7 @@ describe('login, JWTs and users', () => {
   let secret: Uint8Array;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await putSettings(daemon, admin, RELAXED);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
     secret = new TextEncoder().encode((await readFile(join(daemon.dataDir, 'jwt-secret'), 'utf8')).trim());
   });
   afterAll(async () => {
@@ -92,7 +90,7 @@ describe('login, JWTs and users', () => {
   });
 
   it('answers 401 `not authenticated` without credentials or with a malformed header', async () => {
-    for (const headers of [{}, { authorization: 'Basic YWRtaW46eA==' }, { authorization: 'Bearer' }]) {
+    for (const headers of [{}, { authorization: 'Basic YWRtaW46eA==' }, { authorization: 'Bearer' }] as Array<Record<string, string>>) {
       const result = await daemon.request('GET', '/auth/me', { headers });
       expect(result.status).toBe(401);
       expect(result.body).toEqual({ data: null, error: 'not authenticated', message: expect.stringMatching(/authentication required/) });

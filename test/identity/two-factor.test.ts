@@ -1,8 +1,8 @@
 // TOTP 2FA against the real daemon, with codes from the test's own RFC 6238 implementation
 // (node:crypto), so the daemon is checked against the standard rather than against otplib.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { RELAXED, awayFromStepEdge, createUser, currentStep, hotp, putSettings, totpAt, type CreatedUser } from './helpers.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { RELAXED, awayFromStepEdge, createUser, currentStep, hotp, totpAt, type CreatedUser } from './helpers.js';
 
 describe('the test TOTP implementation', () => {
   it('matches the RFC 6238 SHA-1 test vectors', () => {
@@ -19,9 +19,7 @@ describe('two-factor authentication', () => {
   let admin: string;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await putSettings(daemon, admin, RELAXED);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
   });
   afterAll(async () => {
     await daemon?.dispose();

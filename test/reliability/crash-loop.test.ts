@@ -3,8 +3,8 @@
 // write is present and the store parses; at the end every accepted event's deliveries have
 // completed at least once, including retries that were pending at a kill.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { makeCa, ok, startReceiver, type Receiver } from './receivers.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 // `npm test` runs a short loop; `npm run soak` runs the full 20 rounds.
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 6);
@@ -13,23 +13,23 @@ let daemon: TestDaemon;
 let token: string;
 let good: Receiver;
 let flaky: Receiver;
+let tls: ReceiverTls;
 const ackedUsers = new Set<string>();
 const ackedEvents = new Set<number>();
 let lostWrites = 0;
 
 beforeAll(async () => {
-  const ca = await makeCa();
-  good = await startReceiver(ca, ok);
+  tls = await makeReceiverTls();
+  good = await startReceiver(tls);
   // Fails the first attempt of every delivery, so each one needs its retry.
   const seen = new Set<string>();
-  flaky = await startReceiver(ca, (req, res) => {
-    const id = String(req.headers['x-webhook-delivery']);
-    if (seen.has(id)) return ok(req, res, '');
+  flaky = await startReceiver(tls, (request) => {
+    const id = String(request.headers['x-webhook-delivery']);
+    if (seen.has(id)) return {};
     seen.add(id);
-    res.writeHead(500).end('try again');
+    return { status: 500, body: 'try again' };
   });
-  daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: ca.caFile }, keep: true });
-  token = await daemon.login();
+  ({ daemon, admin: token } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile }, keep: true }));
   await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_mode: 'lockout', login_max_attempts: 1000 } });
   for (const receiver of [good, flaky]) {
     const created = await daemon.request('POST', '/webhooks', { token, body: { url: receiver.url, secret: 'crash-secret', events: 'backup.completed' } });
@@ -42,10 +42,11 @@ afterAll(async () => {
   await daemon?.dispose();
   await good?.close();
   await flaky?.close();
+  await tls?.dispose();
 });
 
 function deliveredOk(receiver: Receiver, scheduleId: number, minRequests: number): boolean {
-  const hits = receiver.received.filter((r) => JSON.parse(r.body).data.schedule_id === scheduleId);
+  const hits = receiver.requests.filter((r) => JSON.parse(r.body).data.schedule_id === scheduleId);
   return hits.length >= minRequests;
 }
 
@@ -88,7 +89,7 @@ describe('crash loop', () => {
     }
 
     // Every accepted event reaches the healthy receiver and, after its retry, the flaky one.
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 90_000;
     let pending: number[] = [];
     do {
       pending = [...ackedEvents].filter((n) => !deliveredOk(good, n, 1) || !deliveredOk(flaky, n, 2));

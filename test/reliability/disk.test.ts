@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { initDataDir, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 
 function tryMount(dir: string): boolean {
   try {
@@ -48,8 +48,7 @@ describe.skipIf(!mounted)('disk trouble', () => {
 
   beforeAll(async () => {
     await initDataDir(dataDir);
-    daemon = await startDaemon({ dataDir, keep: true });
-    token = await daemon.login();
+    ({ daemon, admin: token } = await startLoggedIn({ dataDir, keep: true }));
   });
   afterAll(async () => {
     await daemon?.kill();

@@ -2,8 +2,8 @@
 // (one table-driven test over EVENT_CATALOGUE), and what the daemon accepts lands in its outbox.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_CATALOGUE, type EventType } from '../../src/shared/events.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { attachProbe, createCustomer, eventsDuring, relaxLimits, type Customer } from './helpers.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { attachProbe, createCustomer, eventsDuring, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 /** Section 6.1 of the description, written out independently of the code under test. */
 const SECTION_6_1: Record<string, Record<string, 'integer' | 'string'>> = {
@@ -36,9 +36,7 @@ describe('event catalogue', () => {
   let customer: Customer;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await relaxLimits(daemon, admin);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
     await attachProbe(daemon, admin);
     customer = await createCustomer(daemon, admin, 'catalogue@example.com');
   });

@@ -23,12 +23,11 @@ export interface OutboxEvent {
   timestamp: string;
 }
 
-/** Many logins and requests from one test IP: lift the limits so they do not decide outcomes. */
+/** Many logins and requests from one test IP: limits lifted so they do not decide outcomes. */
+export const RELAXED_LIMITS = { rate_limit_login_per_minute: 10_000, rate_limit_user_per_minute: 100_000, login_max_attempts: 1000 };
+
 export async function relaxLimits(daemon: TestDaemon, adminToken: string): Promise<void> {
-  const res = await daemon.request('PUT', '/admin/settings', {
-    token: adminToken,
-    body: { rate_limit_login_per_minute: 10_000, rate_limit_user_per_minute: 100_000, login_max_attempts: 1000 },
-  });
+  const res = await daemon.request('PUT', '/admin/settings', { token: adminToken, body: RELAXED_LIMITS });
   expect(res.status, res.text).toBe(200);
 }
 

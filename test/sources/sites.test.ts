@@ -5,8 +5,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, relaxLimits, type Customer } from './helpers.js';
+import { startDaemon, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 const ids = (res: { body: any }) => res.body.data.map((s: { id: number }) => s.id);
 
@@ -21,9 +21,7 @@ describe('sites and the subscription context', () => {
   let siteA1: number, siteA2: number, siteA3: number, siteB1: number;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await relaxLimits(daemon, admin);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
     await attachProbe(daemon, admin);
     alice = await createCustomer(daemon, admin, 'alice@example.com');
     bob = await createCustomer(daemon, admin, 'bob@example.com');

@@ -2,8 +2,8 @@
 // suspension, listing, and the events each change publishes, read from the outbox journal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, relaxLimits, type Customer } from './helpers.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -14,9 +14,7 @@ describe('subscriptions', () => {
   let bob: Customer;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    await relaxLimits(daemon, admin);
+    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
     await attachProbe(daemon, admin);
     alice = await createCustomer(daemon, admin, 'alice@example.com');
     bob = await createCustomer(daemon, admin, 'bob@example.com');

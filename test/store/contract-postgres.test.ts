@@ -28,14 +28,14 @@ if (!adminUrl) {
   async function freshDatabase(): Promise<string> {
     const source = new URL(await migratedTemplate()).pathname.slice(1);
     const name = `panelctl_contract_${process.pid}_${++copies}`;
-    const client = new pg.Client({ connectionString: adminUrl });
+    const client = new pg.Client({ connectionString: adminUrl! });
     await client.connect();
     try {
       await client.query(`CREATE DATABASE "${name}" TEMPLATE "${source}"`);
     } finally {
       await client.end();
     }
-    const url = new URL(adminUrl);
+    const url = new URL(adminUrl!);
     url.pathname = `/${name}`;
     return url.toString();
   }

@@ -37,7 +37,7 @@ function client(url: string): ApiClient {
 
 const sse = (e: ReturnType<typeof entry>) => `event: delivery\nid: ${e.id}\ndata: ${JSON.stringify(e)}\n\n`;
 
-async function until(check: () => boolean, ms = 5000): Promise<void> {
+async function until(check: () => boolean, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -96,9 +96,9 @@ describe('followDeliveries', () => {
 
   it('keeps retrying while the daemon is down, with the reason, and backs off', async () => {
     const { url, server } = await serve(() => undefined);
-    server.close();
+    const closed = new Promise((resolve) => server.close(resolve));
     server.closeAllConnections();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await closed;
     const controller = new AbortController();
     const states: Array<[StreamState, string | undefined]> = [];
     const done = followDeliveries(client(url), { signal: controller.signal, retryMs: 20, maxRetryMs: 40 }, {

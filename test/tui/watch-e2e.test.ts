@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const run = promisify(execFile);
@@ -56,8 +56,7 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
     ok = await startReceiver(tls, () => ({ status: 200, body: 'thanks' }));
     failing = await startReceiver(tls, () => ({ status: 500, body: 'receiver exploded' }));
 
-    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-    token = await daemon.login();
+    ({ daemon, admin: token } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } }));
     const create = async (url: string) => {
       const created = await daemon.request('POST', '/webhooks', { token, body: { url, events: '*', secret: 'watch-e2e-secret' } });
       expect(created.status, created.text).toBe(201);

@@ -11,6 +11,8 @@ export const PASSWORD = 'customer-password-1';
 /** Who sends the request: nobody, a broken token, a JWT, or an API key (Bearer or X-API-Key). */
 export type Caller = 'none' | 'garbage' | 'admin' | 'customer' | 'flow2fa' | 'on2fa' | 'adminKey' | 'customerKey';
 export type Dyn<T> = T | ((ctx: Ctx) => T | Promise<T>);
+/** A JSON body (not `unknown`, so a row's `(ctx) => …` body is typed by its context). */
+export type JsonBody = Record<string, unknown> | unknown[] | string | number | boolean | null;
 
 export interface Row {
   /** `METHOD /api/v1/path/{param}` as in the document. */
@@ -22,7 +24,7 @@ export interface Row {
   error?: string;
   params?: Dyn<Record<string, string | number>>;
   query?: Dyn<Record<string, string | number>>;
-  body?: Dyn<unknown>;
+  body?: Dyn<JsonBody>;
   /** Sent verbatim as application/json (malformed bodies). */
   raw?: string;
   /** A Server-Sent Events answer: the first bytes are read, then the connection is closed. */
@@ -161,7 +163,7 @@ export async function buildContext(daemon: TestDaemon, receiverUrl: string): Pro
 
 async function mailedToken(daemon: TestDaemon, email: string): Promise<string> {
   const dir = join(daemon.dataDir, 'mail');
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names.filter((n) => n.endsWith('.eml'))) {
@@ -204,7 +206,7 @@ export async function send(row: Row, ctx: Ctx): Promise<HttpResult> {
     return encodeURIComponent(String(params[name]));
   });
   const query = await value(row.query, ctx);
-  if (query) path += `?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`;
+  if (query) path += `?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]))}`;
   const headers = credentials(row.as, ctx);
   const body = await value(row.body, ctx);
   if (row.raw !== undefined) headers['content-type'] = 'application/json';
