@@ -7,7 +7,7 @@ import type { Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 import type { WebhookSender } from './sender.js';
-import { signature } from './signer.js';
+import { deliveryHeaders } from './headers.js';
 
 export const USER_AGENT = 'Panel-WebPanel-Webhook/1.0';
 export const MAX_ATTEMPTS = 2;
@@ -280,13 +280,7 @@ export class Dispatcher {
     }
     const attempt = delivery.attempts + 1;
     // Signed with the secret current at attempt time, so a rotation applies to retries too.
-    const headers: Record<string, string> = {
-      'Content-Type': 'application/json',
-      'User-Agent': USER_AGENT,
-      'X-Webhook-Event': delivery.event,
-      'X-Webhook-Signature': signature(delivery.body, endpoint.secret),
-      'X-Webhook-Delivery': delivery.id,
-    };
+    const headers = deliveryHeaders(endpoint, delivery, this.#clock());
     const createdAt = new Date(this.#clock()).toISOString();
     const result = await this.#sender.send(endpoint.url, headers, delivery.body, await this.#allowPrivate());
     // Freed on the next turn of the event loop, once undici has put the connection back in its
@@ -312,6 +306,7 @@ export class Dispatcher {
         delivery_id: delivery.id,
         endpoint_id: endpoint.id,
         request_headers: headers,
+        reason: result.reason,
       }),
       this.#store.outbox.updateDelivery(outcome),
     ]);
