@@ -36,6 +36,7 @@ export function parseEntry(raw: unknown): WatchEntry | null {
     success: success === true,
     duration_ms: typeof duration_ms === 'number' ? duration_ms : 0,
     created_at,
+    reason: typeof raw.reason === 'string' ? raw.reason : null,
   };
   if (isObject(raw.request_headers)) {
     entry.request_headers = Object.fromEntries(
