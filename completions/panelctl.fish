@@ -139,7 +139,7 @@ complete -c panelctl -n '__panelctl_at \'webhooks redeliver\'' -l no-wait -d 're
 complete -c panelctl -n '__panelctl_at \'webhooks recover\'' -l since -r -d 'start of the window: a duration back from now (2h, 30m, 1d) or an RFC 3339 time'
 complete -c panelctl -n '__panelctl_at \'webhooks recover\'' -l until -r -d 'end of the window (default now): a duration back from now or an RFC 3339 time'
 complete -c panelctl -n '__panelctl_at \'listen\'' -l events -x -a "(__panelctl_list \* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test)" -d '"*" or a comma-separated list of event names'
-complete -c panelctl -n '__panelctl_at \'listen\'' -l forward-to -r -d 'POST each event to this URL (http://localhost:… allowed) and print one line per attempt'
+complete -c panelctl -n '__panelctl_at \'listen\'' -l forward-to -r -d 'POST each event to this URL (plain http://localhost allowed) and print one line per attempt'
 complete -c panelctl -n '__panelctl_at \'listen\'' -l print-secret -d 'print the session\'s signing secret alone on stdout first, for scripts'
 complete -c panelctl -n "__panelctl_at 'events' 0" -f -a 'types' -d 'list the event names, their meaning and data fields'
 complete -c panelctl -n "__panelctl_at 'events' 0" -f -a 'emit' -d 'publish an event to the subscribed endpoints (admin); data fields as key=value'

@@ -48,7 +48,7 @@ export function listenCommand(ctx: Context): Command {
   return new Command('listen')
     .description('receive your events here while it runs, as an endpoint would (signed), and forward them to a local URL')
     .option('--events <events>', '"*" or a comma-separated list of event names', '*')
-    .option('--forward-to <url>', 'POST each event to this URL (http://localhost:… allowed) and print one line per attempt')
+    .option('--forward-to <url>', 'POST each event to this URL (plain http://localhost allowed) and print one line per attempt')
     .option('--print-secret', "print the session's signing secret alone on stdout first, for scripts")
     .action(async (options: ListenOptions) => listenRun(ctx, options));
 }

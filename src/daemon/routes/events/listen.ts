@@ -128,6 +128,7 @@ export default async function listenRoutes(app: FastifyInstance) {
           if (!res.writableEnded) res.write(frame);
         },
       });
+      res.write(': connected\n\n');
       res.write(`event: session\ndata: ${JSON.stringify({ session_id: sessionId, endpoint_id: endpoint.id, secret, events: events.value })}\n\n`);
       res.on('close', () => void end());
       res.on('error', () => void end());
@@ -143,7 +144,7 @@ export default async function listenRoutes(app: FastifyInstance) {
         security,
         params: SessionParams,
         body: ListenResultBody,
-        response: { 200: EnvelopeOf(Type.Object({ accepted: Type.Boolean() })), ...errorResponses(400, 401, 403, 404) },
+        response: { 200: EnvelopeOf(Type.Object({ accepted: Type.Boolean() })), ...errorResponses(400, 401, 403, 404, 422) },
       },
     },
     async (request) => {
