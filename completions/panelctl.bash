@@ -5,7 +5,7 @@
 
 _panelctl_subcommands() {
   case "$1" in
-    '') echo 'init daemon login logout whoami keys webhooks events sites subscriptions users admin store settings 2fa watch completion' ;;
+    '') echo 'init daemon login logout whoami keys webhooks listen events sites subscriptions users admin store settings 2fa watch completion' ;;
     'init') echo '' ;;
     'daemon') echo 'start stop status logs install-service' ;;
     'daemon start') echo '' ;;
@@ -20,7 +20,7 @@ _panelctl_subcommands() {
     'keys create') echo '' ;;
     'keys list') echo '' ;;
     'keys delete') echo '' ;;
-    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver' ;;
+    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver recover' ;;
     'webhooks create') echo '' ;;
     'webhooks list') echo '' ;;
     'webhooks show') echo '' ;;
@@ -31,6 +31,8 @@ _panelctl_subcommands() {
     'webhooks test') echo '' ;;
     'webhooks deliveries') echo '' ;;
     'webhooks redeliver') echo '' ;;
+    'webhooks recover') echo '' ;;
+    'listen') echo '' ;;
     'events') echo 'types emit' ;;
     'events types') echo '' ;;
     'events emit') echo '' ;;
@@ -80,16 +82,18 @@ _panelctl_options() {
     'keys list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'keys delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --signature -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks list') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks show') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks test') echo '--message --no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks deliveries') echo '-f --follow --failed -n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks deliveries') echo '-f --follow --failed --event --since -n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks redeliver') echo '--no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks recover') echo '--since --until -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'listen') echo '--events --forward-to --print-secret -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'events') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'events types') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'events emit') echo '--owner --data -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -139,16 +143,18 @@ _panelctl_value_options() {
     'keys list') echo '--url --token --ca --data-dir' ;;
     'keys delete') echo '--url --token --ca --data-dir' ;;
     'webhooks') echo '--url --token --ca --data-dir' ;;
-    'webhooks create') echo '--url --events --secret --token --ca --data-dir' ;;
+    'webhooks create') echo '--url --events --secret --signature --token --ca --data-dir' ;;
     'webhooks list') echo '--url --token --ca --data-dir' ;;
     'webhooks show') echo '--url --token --ca --data-dir' ;;
-    'webhooks update') echo '--url --events --token --ca --data-dir' ;;
+    'webhooks update') echo '--url --events --signature --token --ca --data-dir' ;;
     'webhooks enable') echo '--url --token --ca --data-dir' ;;
     'webhooks disable') echo '--url --token --ca --data-dir' ;;
     'webhooks delete') echo '--url --token --ca --data-dir' ;;
     'webhooks test') echo '--message --url --token --ca --data-dir' ;;
-    'webhooks deliveries') echo '-n --limit --url --token --ca --data-dir' ;;
+    'webhooks deliveries') echo '--event --since -n --limit --url --token --ca --data-dir' ;;
     'webhooks redeliver') echo '--url --token --ca --data-dir' ;;
+    'webhooks recover') echo '--since --until --url --token --ca --data-dir' ;;
+    'listen') echo '--events --forward-to --url --token --ca --data-dir' ;;
     'events') echo '--url --token --ca --data-dir' ;;
     'events types') echo '--url --token --ca --data-dir' ;;
     'events emit') echo '--owner --data --url --token --ca --data-dir' ;;
@@ -237,6 +243,7 @@ _panelctl_option_value() {
     'webhooks|--ca') _panelctl_reply file '' ;;
     'webhooks|--data-dir') _panelctl_reply dir '' ;;
     'webhooks create|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks create|--signature') _panelctl_reply words 'seed standard-webhooks' ;;
     'webhooks create|--ca') _panelctl_reply file '' ;;
     'webhooks create|--data-dir') _panelctl_reply dir '' ;;
     'webhooks list|--ca') _panelctl_reply file '' ;;
@@ -244,6 +251,7 @@ _panelctl_option_value() {
     'webhooks show|--ca') _panelctl_reply file '' ;;
     'webhooks show|--data-dir') _panelctl_reply dir '' ;;
     'webhooks update|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks update|--signature') _panelctl_reply words 'seed standard-webhooks' ;;
     'webhooks update|--ca') _panelctl_reply file '' ;;
     'webhooks update|--data-dir') _panelctl_reply dir '' ;;
     'webhooks enable|--ca') _panelctl_reply file '' ;;
@@ -258,6 +266,11 @@ _panelctl_option_value() {
     'webhooks deliveries|--data-dir') _panelctl_reply dir '' ;;
     'webhooks redeliver|--ca') _panelctl_reply file '' ;;
     'webhooks redeliver|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks recover|--ca') _panelctl_reply file '' ;;
+    'webhooks recover|--data-dir') _panelctl_reply dir '' ;;
+    'listen|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'listen|--ca') _panelctl_reply file '' ;;
+    'listen|--data-dir') _panelctl_reply dir '' ;;
     'events|--ca') _panelctl_reply file '' ;;
     'events|--data-dir') _panelctl_reply dir '' ;;
     'events types|--ca') _panelctl_reply file '' ;;
@@ -322,8 +335,8 @@ _panelctl_option_value() {
 _panelctl_arg_value() {
   case "$1|$2" in
     'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
-    'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks' ;;
-    'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks' ;;
+    'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
+    'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
     'completion|0') _panelctl_reply words 'bash zsh fish' ;;
     *) return 1 ;;
   esac

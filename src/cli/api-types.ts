@@ -1,6 +1,7 @@
 // The API shapes the CLI reads (CONTRACT sections 3-4, hosting-panel-api.md section 2). Types
 // only: the daemon's TypeBox schemas validate; the CLI shows what it gets.
-export type { DeliveryEntry as DeliveryLogEntry } from '../shared/api/webhooks.js';
+export type { DeliveryEntry as DeliveryLogEntry, EndpointHealth } from '../shared/api/webhooks.js';
+import type { EndpointHealth } from '../shared/api/webhooks.js';
 export type { UserDetail, User, LoginResult } from '../shared/api/users.js';
 
 export interface ApiKey {
@@ -22,6 +23,9 @@ export interface WebhookEndpoint {
   url: string;
   events: string;
   active: boolean;
+  /** Absent from older daemons. */
+  signature?: 'seed' | 'standard-webhooks';
+  health?: EndpointHealth;
   created_at: string;
   updated_at: string;
 }

@@ -53,3 +53,24 @@ export function parseKeyValue(value: string, previous: Array<[string, string]> =
   if (eq <= 0) throw new InvalidArgumentError(`expected key=value, got "${value}"`);
   return [...previous, [value.slice(0, eq).trim(), value.slice(eq + 1)]];
 }
+
+/**
+ * A point in time: a duration back from now (`2h`, `30m`, `1d12h`) or an RFC 3339 time;
+ * the result is RFC 3339 (UTC for durations).
+ * @example
+ * parseSince('2h'); // two hours ago, e.g. '2030-01-31T10:00:00.000Z'
+ */
+export function parseSince(value: string, now = Date.now()): string {
+  if (/^\s*\d+\s*[smhdwy]/i.test(value)) {
+    try {
+      return new Date(now - parseDuration(value)).toISOString();
+    } catch {
+      // not a duration after all; try RFC 3339 below
+    }
+  }
+  try {
+    return parseRfc3339(value);
+  } catch {
+    throw new InvalidArgumentError(`expected a duration back from now (2h, 30m, 1d) or an RFC 3339 time, got "${value}"`);
+  }
+}

@@ -18,6 +18,7 @@ export const TOP_COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Com
   { name: 'whoami', load: async () => (await import('./commands/whoami.js')).whoamiCommand },
   { name: 'keys', load: async () => (await import('./commands/keys/index.js')).keysCommand },
   { name: 'webhooks', load: async () => (await import('./commands/webhooks/index.js')).webhooksCommand },
+  { name: 'listen', load: async () => (await import('./commands/listen.js')).listenCommand },
   { name: 'events', load: async () => (await import('./commands/events/index.js')).eventsCommand },
   { name: 'sites', load: async () => (await import('./commands/sites/index.js')).sitesCommand },
   { name: 'subscriptions', load: async () => (await import('./commands/subscriptions/index.js')).subscriptionsCommand },

@@ -17,6 +17,11 @@ export const SettingsSchema = Type.Object(
     login_max_attempts: Type.Integer({ minimum: 1, maximum: 1000 }),
     login_lockout_minutes: Type.Integer({ minimum: 1, maximum: 10_080 }),
     webhook_allow_private_networks: Type.Boolean(),
+    webhook_disable_after_failures: Type.Integer({
+      minimum: 0,
+      maximum: 1000,
+      description: 'Set an endpoint inactive after this many failed deliveries in a row; 0 never',
+    }),
   },
   { additionalProperties: false, $id: 'Settings' },
 );
@@ -34,6 +39,7 @@ export const DEFAULT_SETTINGS: Settings = {
   login_max_attempts: 5,
   login_lockout_minutes: 15,
   webhook_allow_private_networks: false,
+  webhook_disable_after_failures: 0,
 };
 
 export const SETTING_KEYS = Object.keys(DEFAULT_SETTINGS) as (keyof Settings)[];

@@ -66,6 +66,10 @@ export interface WebhookRecord {
   active: boolean;
   created_at: string;
   updated_at: string;
+  /** How deliveries are signed; absent on older records, which are `seed`. */
+  signature?: 'seed' | 'standard-webhooks';
+  /** When the endpoint was last enabled again: failures before it do not count towards auto-disable. */
+  health_reset_at?: string | null;
 }
 
 export interface ResetTokenRecord {
@@ -129,6 +133,8 @@ export interface DeliveryLogEntry {
   created_at: string;
   /** The request headers sent with the attempt. */
   request_headers: Record<string, string>;
+  /** Why a failed attempt failed, in a few words (`HTTP 500`, `connection refused`); null on success. Absent on older entries. */
+  reason?: string | null;
 }
 
 export interface StoreData {

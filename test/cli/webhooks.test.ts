@@ -143,16 +143,20 @@ describe('panelctl webhooks', () => {
     expect(missing.code).toBe(1);
   });
 
-  it('follows new deliveries as JSON lines and stops after --limit', async () => {
+  it('follows as JSON lines: the last --limit entries first, then new ones', async () => {
+    const [newest, older] = await cli.json<Array<{ id: number }>>(['webhooks', 'deliveries', String(id), '--limit', '2']);
     const follow = spawnCli(['--data-dir', daemon.dataDir, '--url', daemon.url, '--json', 'webhooks', 'deliveries', String(id), '--follow', '--limit', '2'], cli.env);
     await follow.waitForStderr(/following deliveries of webhook/);
     const emit = (siteId: number) => cli.json(['events', 'emit', 'site.created', '--data', `site_id=${siteId}`, 'domain=follow.example']);
     expect((await emit(41)).deliveries).toBe(1);
     expect((await emit(42)).deliveries).toBe(1);
+    await until(() => (follow.stdout().trim().split('\n').length >= 4 ? true : undefined));
+    follow.kill('SIGINT');
     const { code, stdout } = await follow.done;
     expect(code).toBe(0);
     const lines = stdout.trim().split('\n').map((line) => JSON.parse(line));
-    expect(lines.map((e) => [e.event, e.payload.data.site_id, e.endpoint_id])).toEqual([
+    expect(lines.slice(0, 2).map((e) => e.id)).toEqual([older.id, newest.id]);
+    expect(lines.slice(2).map((e) => [e.event, e.payload.data.site_id, e.endpoint_id])).toEqual([
       ['site.created', 41, id],
       ['site.created', 42, id],
     ]);

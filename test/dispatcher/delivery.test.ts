@@ -67,6 +67,7 @@ describe.concurrent('webhook delivery', () => {
       status_code: 200,
       response: 'ok',
       success: true,
+      reason: null,
       duration_ms: expect.any(Number),
       created_at: expect.stringMatching(/Z$/),
       attempt: 1,

@@ -36,6 +36,8 @@ describe.concurrent('webhook endpoints API', () => {
         url: URL_A,
         events: 'site.created,domain.deleted',
         active: true,
+        signature: 'seed',
+        health: { consecutive_failures: 0, last_success_at: null, last_failure_at: null, last_failure_reason: null, success_rate: null },
         created_at: expect.stringMatching(/Z$/),
         updated_at: created.body.data?.created_at,
       },

@@ -8,8 +8,19 @@ import { SseParser } from './sse.js';
 
 export type StreamState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
 
+/** The daemon changed an endpoint by itself (`event: endpoint`), e.g. disabled it after failures. */
+export interface EndpointNotice {
+  type: string;
+  endpoint: { id: number; user_id: number; url: string; events: string; active: boolean };
+  reason: string;
+  consecutive_failures: number;
+  last_failure_reason: string | null;
+  at: string;
+}
+
 export interface DeliveryStreamVisitor {
   onEntry(entry: DeliveryLogEntry): void;
+  onNotice?(notice: EndpointNotice): void;
   onStatus?(state: StreamState, detail?: string): void;
   /** A fatal error (authentication refused, unknown endpoint): the stream stops. */
   onError?(error: Error): void;
@@ -18,6 +29,8 @@ export interface DeliveryStreamVisitor {
 export interface FollowOptions {
   endpointId?: number;
   signal: AbortSignal;
+  /** Resume after this entry id (entries the caller already has are not sent again). */
+  lastEventId?: string;
   /** First reconnect delay; doubles up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
@@ -45,7 +58,7 @@ const FATAL = new Set([400, 401, 403, 404, 422]);
 export async function followDeliveries(client: ApiClient, options: FollowOptions, visitor: DeliveryStreamVisitor): Promise<void> {
   const path = `/webhooks/deliveries/stream${options.endpointId ? `?endpoint_id=${options.endpointId}` : ''}`;
   let delay = options.retryMs ?? 500;
-  let lastId: string | undefined;
+  let lastId: string | undefined = options.lastEventId;
   visitor.onStatus?.('connecting');
   while (!options.signal.aborted) {
     let reason = 'the stream ended';
@@ -63,6 +76,14 @@ export async function followDeliveries(client: ApiClient, options: FollowOptions
       visitor.onStatus?.('connected');
       delay = options.retryMs ?? 500;
       const parser = new SseParser((event) => {
+        if (event.event === 'endpoint') {
+          try {
+            visitor.onNotice?.(JSON.parse(event.data) as EndpointNotice);
+          } catch {
+            // a malformed notice is skipped
+          }
+          return;
+        }
         if (event.event !== 'delivery') return;
         if (event.id) lastId = event.id;
         let entry: DeliveryLogEntry;
@@ -96,7 +117,7 @@ export async function followDeliveries(client: ApiClient, options: FollowOptions
   visitor.onStatus?.('closed');
 }
 
-async function errorOf(response: StreamResponse): Promise<ApiRequestError> {
+export async function errorOf(response: StreamResponse): Promise<ApiRequestError> {
   const text = await readBody(response.body).catch(() => '');
   let envelope: { error?: string; message?: string } = {};
   try {

@@ -170,6 +170,12 @@ export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefin
     `Result ${formatResult(entry, retryPending)}  ·  ${outcome}  ·  ${formatDuration(entry.duration_ms)}`,
     entry.success ? 'ok' : 'error',
   );
+  if (!entry.success && entry.reason) push(`Reason ${entry.reason}`, 'error');
+  const health = endpoint?.health;
+  if (health && health.success_rate !== null) {
+    const failing = health.consecutive_failures ? `${health.consecutive_failures} failed deliveries in a row  ·  ` : '';
+    push(`Endpoint health ${endpoint?.active === false ? 'disabled  ·  ' : ''}${failing}${Math.round(health.success_rate * 100)}% of the last attempts ok`, health.consecutive_failures ? 'error' : 'dim');
+  }
   lines.push({ text: '', kind: 'body' });
   push('Headers sent', 'heading');
   const headers = Object.entries(entry.request_headers ?? {});

@@ -36,6 +36,7 @@ export function parseEntry(raw: unknown): WatchEntry | null {
     success: success === true,
     duration_ms: typeof duration_ms === 'number' ? duration_ms : 0,
     created_at,
+    reason: typeof raw.reason === 'string' ? raw.reason : null,
   };
   if (isObject(raw.request_headers)) {
     entry.request_headers = Object.fromEntries(
@@ -47,7 +48,10 @@ export function parseEntry(raw: unknown): WatchEntry | null {
 
 export function parseEndpoint(raw: unknown): WatchEndpoint | null {
   if (!isObject(raw) || !Number.isInteger(raw.id) || typeof raw.url !== 'string') return null;
-  return { id: raw.id as number, url: raw.url, host: hostOf(raw.url) };
+  const endpoint: WatchEndpoint = { id: raw.id as number, url: raw.url, host: hostOf(raw.url) };
+  if (typeof raw.active === 'boolean') endpoint.active = raw.active;
+  if (isObject(raw.health) && Number.isInteger(raw.health.consecutive_failures)) endpoint.health = raw.health as unknown as WatchEndpoint['health'];
+  return endpoint;
 }
 
 function parseList<T>(data: unknown, parse: (raw: unknown) => T | null): T[] {
@@ -101,16 +105,26 @@ export function apiWatchSource(client: ApiClient, options: ApiSourceOptions = {}
         if (!signal.aborted) dispatch({ type: 'status', tone: 'error', text: `${what}: ${(error as Error).message}` });
       };
 
-      // An entry of an endpoint created after start: learn its URL once.
-      const learn = (id: number) => {
-        if (looked.has(id)) return;
+      // An entry of an endpoint created after start: learn its URL once. `again` reloads a known
+      // one (its health changed: a delivery failed for good, or one succeeded after failures).
+      const refreshing = new Set<number>();
+      const unhealthy = new Set<number>();
+      const note = (endpoint: WatchEndpoint) => {
+        if (endpoint.health?.consecutive_failures) unhealthy.add(endpoint.id);
+        else unhealthy.delete(endpoint.id);
+      };
+      const learn = (id: number, again = false) => {
+        if (again ? refreshing.has(id) : looked.has(id)) return;
         looked.add(id);
+        refreshing.add(id);
         client.call<unknown>('GET', `/webhooks/${id}`).then(
           ({ data }) => {
             const endpoint = parseEndpoint(data);
+            refreshing.delete(id);
+            if (endpoint) note(endpoint);
             if (endpoint && !signal.aborted) dispatch({ type: 'endpoints', endpoints: [endpoint] });
           },
-          () => undefined, // the row keeps showing the bare id
+          () => refreshing.delete(id), // the row keeps showing the bare id
         );
       };
 
@@ -129,7 +143,10 @@ export function apiWatchSource(client: ApiClient, options: ApiSourceOptions = {}
           }
         }
         if (signal.aborted) return;
-        for (const endpoint of endpoints) looked.add(endpoint.id);
+        for (const endpoint of endpoints) {
+          looked.add(endpoint.id);
+          note(endpoint);
+        }
         dispatch({ type: 'endpoints', endpoints });
         const failed: number[] = [];
         let lastError: unknown;
@@ -159,7 +176,12 @@ export function apiWatchSource(client: ApiClient, options: ApiSourceOptions = {}
             const entry = parseEntry(raw);
             if (!entry) return;
             dispatch({ type: 'entries', entries: [entry] });
-            learn(entry.endpoint_id);
+            learn(entry.endpoint_id, entry.success ? unhealthy.has(entry.endpoint_id) : entry.attempt > 1);
+          },
+          onNotice(notice) {
+            if (signal.aborted) return;
+            dispatch({ type: 'status', tone: 'error', text: `webhook #${notice.endpoint.id} ${notice.reason}` });
+            learn(notice.endpoint.id, true);
           },
           onStatus(state, detail) {
             if (signal.aborted) return;

@@ -1,6 +1,6 @@
 // The state of `panelctl watch` and the one reducer that changes it. No React, no network:
 // the data source and the key bindings produce actions, the components render the state.
-import type { DeliveryEntry } from '../../shared/api/webhooks.js';
+import type { DeliveryEntry, EndpointHealth } from '../../shared/api/webhooks.js';
 import type { StreamState } from '../stream/deliveries.js';
 
 /** A delivery log entry as the watch view keeps it (validated at the edge by parseEntry);
@@ -12,6 +12,9 @@ export interface WatchEndpoint {
   url: string;
   /** host[:port] of url, what the table shows. */
   host: string;
+  /** Absent when the daemon does not report them. */
+  active?: boolean;
+  health?: EndpointHealth;
 }
 
 export type StatusTone = 'info' | 'ok' | 'error';
@@ -108,6 +111,11 @@ export function selectedEntry(state: WatchState, visible = visibleEntries(state)
 
 export function detailEntry(state: WatchState): WatchEntry | undefined {
   return state.detail ? state.entries.find((e) => e.id === state.detail!.entryId) : undefined;
+}
+
+/** Endpoints that are failing (deliveries in a row) or inactive, for the header's warning. */
+export function troubledEndpoints(state: WatchState): WatchEndpoint[] {
+  return Object.values(state.endpoints).filter((e) => e.active === false || (e.health?.consecutive_failures ?? 0) > 0);
 }
 
 /** The deliveries whose retry (attempt 2) has been seen. */

@@ -19,6 +19,7 @@ import {
   isRetryPending,
   retriedDeliveries,
   selectedIndex,
+  troubledEndpoints,
   visibleEntries,
   type WatchState,
 } from './state.js';
@@ -78,6 +79,11 @@ export function Header({ state, now, columns, color }: ViewProps) {
   const title = `panelctl watch${where}`;
   // The title keeps at least half the line; the connection state (its reason can be long) the rest.
   const badge = connectionText(state.connection);
+  const troubled = troubledEndpoints(state);
+  const trouble = troubled
+    .slice(0, 3)
+    .map((e) => `#${e.id} ${e.active === false ? 'disabled' : `${e.health!.consecutive_failures} failing`}`)
+    .join(', ');
   const badgeWidth = Math.max(14, columns - Math.min([...title].length, Math.floor(columns / 2)) - 1);
   return (
     <Box flexDirection="column" width={columns}>
@@ -95,6 +101,13 @@ export function Header({ state, now, columns, color }: ViewProps) {
           last {minutes} min: {counts.sent} sent · <Text color={paint(color, 'green')}>{counts.ok} ok</Text> ·{' '}
           <Text color={paint(color, counts.failed ? 'red' : '')}>{counts.failed} failed</Text> ·{' '}
           <Text color={paint(color, counts.pendingRetries ? 'yellow' : '')}>{counts.pendingRetries} retry pending</Text>
+          {trouble ? (
+            <Text color={paint(color, 'red')}>
+              {' '}
+              · ⚠ {trouble}
+              {troubled.length > 3 ? ` +${troubled.length - 3}` : ''}
+            </Text>
+          ) : null}
         </Text>
         {filters ? (
           <Box flexShrink={0} marginLeft={1}>

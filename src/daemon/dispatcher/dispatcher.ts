@@ -15,7 +15,7 @@ import type { DeliveryOutcome, Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
-import { signature } from './signer.js';
+import { deliveryHeaders } from './headers.js';
 
 export const USER_AGENT = 'Panel-WebPanel-Webhook/1.0';
 export const MAX_ATTEMPTS = 2;
@@ -128,6 +128,8 @@ export class Dispatcher {
   #unsubscribe: () => void = () => undefined;
 
   readonly #listeners = new Set<EntryListener>();
+  /** Told of this daemon's own attempts once recorded (log lines, auto-disable). */
+  readonly #attemptListeners = new Set<(entry: DeliveryLogEntry) => void>();
   readonly #waiters = new Map<string, Waiter>();
   /** Endpoint owners for stream filtering, dropped on any webhooks change. */
   readonly #owners = new Map<number, number | null>();
@@ -214,6 +216,12 @@ export class Dispatcher {
     if (!this.#running || this.#stopping) return;
     this.#manual.add(deliveryId);
     this.#wake();
+  }
+
+  /** Calls `listener` with each attempt this daemon made, once recorded; returns the unsubscribe. */
+  onAttempt(listener: (entry: DeliveryLogEntry) => void): () => void {
+    this.#attemptListeners.add(listener);
+    return () => this.#attemptListeners.delete(listener);
   }
 
   /** Calls `listener` with every new log entry (any daemon's) and its endpoint's owner; returns the unsubscribe. */
@@ -396,13 +404,7 @@ export class Dispatcher {
     }
     const attempt = delivery.attempts + 1;
     // Signed with the secret current at attempt time, so a rotation applies to retries too.
-    const headers: Record<string, string> = {
-      'Content-Type': 'application/json',
-      'User-Agent': USER_AGENT,
-      'X-Webhook-Event': delivery.event,
-      'X-Webhook-Signature': signature(delivery.body, endpoint.secret),
-      'X-Webhook-Delivery': delivery.id,
-    };
+    const headers = deliveryHeaders(endpoint, delivery, this.#clock());
     const createdAt = new Date(this.#clock()).toISOString();
     let result: AttemptResult;
     try {
@@ -433,6 +435,7 @@ export class Dispatcher {
         delivery_id: delivery.id,
         endpoint_id: endpoint.id,
         request_headers: headers,
+        reason: result.reason,
       },
     );
   }
@@ -464,14 +467,24 @@ export class Dispatcher {
     this.#flushing = (async () => {
       const entries = batch.flatMap((item) => (item.entry ? [item.entry] : []));
       try {
-        await this.#store.transaction(async (tx) => {
-          if (entries.length) await tx.deliveryLog.append(entries);
+        const logged = await this.#store.transaction(async (tx) => {
+          const appended = entries.length ? await tx.deliveryLog.append(entries) : [];
           await tx.outbox.settle(
             this.owner,
             batch.map((item) => item.outcome),
           );
+          return appended;
         });
         for (const item of batch) item.recorded();
+        for (const entry of logged) {
+          for (const listener of this.#attemptListeners) {
+            try {
+              listener(entry);
+            } catch (error) {
+              this.#log?.error({ err: error }, 'attempt listener failed');
+            }
+          }
+        }
       } catch (error) {
         // Not recorded: the leases end and the deliveries are attempted again (receivers
         // deduplicate by X-Webhook-Delivery).

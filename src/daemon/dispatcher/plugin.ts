@@ -4,7 +4,9 @@
 // in the outbox).
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import { EndpointNotices, reportAttempt } from './attempt-report.js';
 import { Dispatcher } from './dispatcher.js';
+import { ListenHub } from './listen-hub.js';
 import { WebhookSender } from './sender.js';
 
 /** Whether webhooks may target private networks now: the daemon flag or the admin setting. */
@@ -14,14 +16,19 @@ export async function privateTargetsAllowed(app: FastifyInstance): Promise<boole
 
 export default fp(
   async function dispatcherPlugin(app: FastifyInstance) {
+    const listenHub = new ListenHub();
+    app.decorate('listenHub', listenHub);
+    app.decorate('endpointNotices', new EndpointNotices());
     const dispatcher = new Dispatcher({
       store: app.store,
       clock: app.clock,
-      sender: new WebhookSender({ ca: app.daemon.webhookCa }),
+      sender: new WebhookSender({ ca: app.daemon.webhookCa, local: listenHub }),
       allowPrivate: () => privateTargetsAllowed(app),
       log: app.log,
     });
     app.decorate('dispatcher', dispatcher);
+    // A log line per attempt this daemon made, and the auto-disable, once it is recorded.
+    dispatcher.onAttempt((entry) => void reportAttempt(app, entry));
     app.addHook('onReady', async () => dispatcher.start());
     app.addHook('preClose', async () => dispatcher.stop());
   },

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
+import { errorReason, statusReason, timeoutReason } from './failure-reason.js';
 import { BlockedTargetError, checkLiteralHost, guardedLookup } from './ssrf.js';
 
 export const ATTEMPT_TIMEOUT_MS = 10_000;
@@ -18,6 +19,14 @@ export interface AttemptResult {
   response: string;
   success: boolean;
   duration_ms: number;
+  /** Why it failed, in a few words (see failure-reason.ts); null on success. */
+  reason: string | null;
+}
+
+/** Delivers to URLs that are not http(s), e.g. `listen:<session>` (the CLI's listen sessions). */
+export interface LocalTargets {
+  handles(url: string): boolean;
+  send(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult>;
 }
 
 export interface SenderOptions {
@@ -26,6 +35,8 @@ export interface SenderOptions {
   ca?: string[];
   /** Replaces DNS resolution (tests). */
   resolve?: Parameters<typeof guardedLookup>[0];
+  /** Where `listen:` URLs go; without it they fail. */
+  local?: LocalTargets;
 }
 
 
@@ -100,6 +111,7 @@ export class WebhookSender {
   readonly #timeoutMs: number;
   readonly #secureContext: SecureContext | undefined;
   readonly #resolve: SenderOptions['resolve'];
+  readonly #local: LocalTargets | undefined;
   #agent: Agent | null = null;
   #agentAllowsPrivate = false;
 
@@ -108,6 +120,7 @@ export class WebhookSender {
     // One context for every connection: building it per connect would parse all roots each time.
     this.#secureContext = options.ca?.length ? createSecureContext({ ca: [...rootCertificates, ...options.ca] }) : undefined;
     this.#resolve = options.resolve;
+    this.#local = options.local;
   }
 
   /**
@@ -116,6 +129,8 @@ export class WebhookSender {
    * const result = await sender.send('https://hooks.example/in', headers, body, false);
    */
   async send(url: string, headers: Record<string, string>, body: string, allowPrivate: boolean): Promise<AttemptResult> {
+    // A listen session's endpoint: the CLI makes the request, the daemon only hands it over.
+    if (this.#local?.handles(url)) return this.#local.send(url, headers, body);
     const started = performance.now();
     // undici takes an EventEmitter as abort signal; cheaper than an AbortController per attempt.
     const abort = new EventEmitter();
@@ -124,11 +139,12 @@ export class WebhookSender {
       timedOut = true;
       abort.emit('abort');
     }, this.#timeoutMs);
-    const done = (status_code: number, response: string, success: boolean): AttemptResult => ({
+    const done = (status_code: number, response: string, success: boolean, reason: string | null): AttemptResult => ({
       status_code,
       response,
       success,
       duration_ms: Math.round(performance.now() - started),
+      reason,
     });
     try {
       const target = targetOf(url);
@@ -142,12 +158,12 @@ export class WebhookSender {
       });
       const received = await readAtMost(answer.body, MAX_RESPONSE_BYTES);
       const status = answer.statusCode;
-      return done(status, truncateUtf8(received, MAX_RESPONSE_BYTES), status >= 200 && status < 300);
+      return done(status, truncateUtf8(received, MAX_RESPONSE_BYTES), status >= 200 && status < 300, statusReason(status));
     } catch (error) {
       if (timedOut) {
-        return done(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false);
+        return done(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false, timeoutReason(this.#timeoutMs));
       }
-      return done(0, describeError(error), false);
+      return done(0, describeError(error), false, errorReason(error));
     } finally {
       clearTimeout(timer);
     }

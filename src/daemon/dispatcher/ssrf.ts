@@ -132,10 +132,14 @@ export function blockedLiteral(url: URL): { address: string; reason: string } | 
 /** Raised when a webhook target resolves only to blocked addresses. */
 export class BlockedTargetError extends Error {
   readonly code = 'EBLOCKEDTARGET';
-  constructor(host: string, address: string, reason: string) {
-    const target = host === address ? address : `${host} resolves to ${address}`;
+  constructor(
+    host: string,
+    /** The refused address, and what kind it is (`private`, `loopback`…), for short reasons. */
+    readonly address: string,
+    readonly kind: string,
+  ) {
     super(
-      `refused: ${target}, a ${reason} address; webhook targets in private networks are not allowed ` +
+      `refused: ${host === address ? address : `${host} resolves to ${address}`}, a ${kind} address; webhook targets in private networks are not allowed ` +
         '(admin setting webhook_allow_private_networks, or daemon flag --allow-private-webhooks)',
     );
     this.name = 'BlockedTargetError';

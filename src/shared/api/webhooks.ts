@@ -11,6 +11,27 @@ const Events = Type.String({
   description: '`*` or comma-separated event names from GET /events/types (spaces around commas ignored)',
 });
 
+const SignatureScheme = Type.Union([Type.Literal('seed'), Type.Literal('standard-webhooks')], {
+  description:
+    '`seed` (default): X-Webhook-Signature only. `standard-webhooks`: also webhook-id, webhook-timestamp and ' +
+    'webhook-signature (`v1,<base64>`) as the Standard Webhooks specification defines; the secret must then be ' +
+    '`whsec_` and the base64 of 24 to 64 bytes',
+});
+
+export const EndpointHealth = Type.Object(
+  {
+    consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed deliveries in a row (both attempts failed), since the endpoint was last enabled' }),
+    last_success_at: Type.Union([Timestamp, Type.Null()]),
+    last_failure_at: Type.Union([Timestamp, Type.Null()]),
+    last_failure_reason: Type.Union([Type.String(), Type.Null()]),
+    success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+      description: 'Successful attempts / attempts among the last 100; null without attempts',
+    }),
+  },
+  { description: "Read from the endpoint's delivery log (its last 100 attempts)" },
+);
+export type EndpointHealth = Static<typeof EndpointHealth>;
+
 export const WebhookEndpoint = Type.Object(
   {
     id: Type.Integer(),
@@ -18,6 +39,8 @@ export const WebhookEndpoint = Type.Object(
     url: Type.String(),
     events: Type.String({ description: '`*` or normalised comma-separated event names' }),
     active: Type.Boolean(),
+    signature: SignatureScheme,
+    health: EndpointHealth,
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -31,6 +54,7 @@ export const CreateWebhookBody = Type.Object(
     secret: Secret,
     events: Events,
     active: Type.Optional(Type.Boolean({ default: true, description: 'Default true' })),
+    signature: Type.Optional(SignatureScheme),
   },
   { additionalProperties: false },
 );
@@ -41,7 +65,8 @@ export const UpdateWebhookBody = Type.Object(
     url: Type.Optional(Url),
     secret: Type.Optional(Type.String({ ...Secret, description: 'A new secret (rotation); later attempts, retries included, are signed with it' })),
     events: Type.Optional(Events),
-    active: Type.Optional(Type.Boolean()),
+    active: Type.Optional(Type.Boolean({ description: 'Enabling an inactive endpoint resets its count of failed deliveries in a row' })),
+    signature: Type.Optional(SignatureScheme),
   },
   { additionalProperties: false, description: 'Any of the fields; the others stay as they are' },
 );
@@ -70,6 +95,11 @@ export const DeliveryEntry = Type.Object(
     delivery_id: Type.String({ format: 'uuid', description: 'X-Webhook-Delivery, the same on both attempts' }),
     endpoint_id: Type.Integer(),
     request_headers: Type.Record(Type.String(), Type.String(), { description: 'The headers sent' }),
+    reason: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Why a failed attempt failed, in a few words: `HTTP 500`, `timeout after 10 s`, `connection refused`, ' +
+        '`TLS: self-signed certificate`, `redirect not followed (HTTP 301)`, `blocked: private address 10.0.0.5`, `DNS: … not found`; null on success',
+    }),
   },
   { $id: 'DeliveryEntry' },
 );
@@ -79,6 +109,8 @@ export const DeliveriesQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100, description: 'At most this many entries' })),
     success: Type.Optional(Type.Boolean({ description: 'Only successful (true) or failed (false) attempts' })),
+    event: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Only these events (a name, or comma-separated names)' })),
+    since: Type.Optional(Type.String({ format: 'date-time', description: 'Only attempts made at or after this time (RFC 3339)' })),
   },
   { additionalProperties: false },
 );
@@ -103,5 +135,18 @@ export const StreamQuery = Type.Object(
   { additionalProperties: false },
 );
 export type StreamQuery = Static<typeof StreamQuery>;
+
+export const RecoverBody = Type.Object(
+  {
+    since: Type.String({ format: 'date-time', description: 'Start of the window (RFC 3339)' }),
+    until: Type.Optional(Type.String({ format: 'date-time', description: 'End of the window (RFC 3339); default now' })),
+  },
+  { additionalProperties: false },
+);
+export type RecoverBody = Static<typeof RecoverBody>;
+
+export const RecoverResult = Type.Object({
+  count: Type.Integer({ minimum: 0, description: 'Deliveries queued again' }),
+});
 
 export const DeletedWebhook = Type.Object({ id: Type.Integer() });

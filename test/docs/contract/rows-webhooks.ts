@@ -8,6 +8,35 @@ const LOG = 'webhooks/{id}/deliveries';
 const TEST = 'webhooks/{id}/test';
 const REDELIVER = 'webhooks/{id}/deliveries/{entry_id}/redeliver';
 const STREAM = op('GET', 'webhooks/deliveries/stream');
+const RECOVER = 'webhooks/{id}/recover';
+const LISTEN = op('GET', 'events/listen');
+const RESULTS = 'events/listen/{session}/results';
+
+/** Opens a listen session as `as` (left open until the daemon stops) and answers its id. */
+async function listenSession(ctx: Ctx, token: string): Promise<string> {
+  const { Agent, request } = await import('undici');
+  const response = await request(`${ctx.daemon.url}/api/v1/events/listen`, {
+    headers: { authorization: `Bearer ${token}` },
+    dispatcher: new Agent({ connect: { ca: ctx.daemon.ca } }),
+  });
+  response.body.setEncoding('utf8');
+  // Read without ever leaving the stream: ending the read would end the session.
+  return new Promise((resolve, reject) => {
+    let text = '';
+    response.body.on('data', (chunk: string) => {
+      text += chunk;
+      const match = /"session_id":"([0-9a-f-]{36})"/.exec(text);
+      if (match) resolve(match[1]);
+    });
+    response.body.on('error', reject);
+    response.body.on('end', () => reject(new Error('no session event')));
+  });
+}
+const session = (ctx: Ctx) => ({ session: ctx.scratch.listenSession as string });
+const openSession = async (ctx: Ctx) => {
+  ctx.scratch.listenSession ??= await listenSession(ctx, ctx.tokens.admin);
+};
+const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
 
 const create = (ctx: Ctx, extra: Record<string, unknown> = {}) => ({ url: ctx.receiverUrl, secret: 'contract-secret', events: 'site.created', ...extra });
 const own = (ctx: Ctx) => ({ id: ctx.ownWebhookId });
@@ -72,6 +101,29 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('POST', REDELIVER), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: (ctx) => ({ id: ctx.otherWebhookId, entry_id: ctx.ownEntryId }) },
   { op: op('POST', REDELIVER), status: 404, case: 'unknown entry', as: 'customer', error: 'not found', params: (ctx) => ({ id: ctx.ownWebhookId, entry_id: 999999 }) },
   { op: op('POST', REDELIVER), status: 400, case: 'entry id 0', as: 'customer', error: 'bad request', params: (ctx) => ({ id: ctx.ownWebhookId, entry_id: 0 }) },
+
+  // recovery
+  { op: op('POST', RECOVER), status: 200, case: 'failed deliveries in the last hour', as: 'customer', params: own, body: () => ({ since: new Date(Date.now() - 3_600_000).toISOString() }) },
+  { op: op('POST', RECOVER), status: 400, case: 'since missing', as: 'customer', error: 'bad request', params: own, body: {} },
+  { op: op('POST', RECOVER), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: own, body: { since: '2030-01-01T00:00:00Z' } },
+  { op: op('POST', RECOVER), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: other, body: { since: '2030-01-01T00:00:00Z' } },
+  { op: op('POST', RECOVER), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 }, body: { since: '2030-01-01T00:00:00Z' } },
+  { op: op('POST', RECOVER), status: 422, case: 'until before since', as: 'customer', error: 'validation failed', params: own, body: { since: '2030-01-02T00:00:00Z', until: '2030-01-01T00:00:00Z' } },
+
+  // listen sessions
+  { op: LISTEN, status: 200, case: 'a session stream', as: 'customer', stream: true, query: { events: 'site.created' } },
+  { op: LISTEN, status: 400, case: 'unknown query parameter', as: 'customer', error: 'bad request', stream: true, query: { everything: 'yes' } },
+  { op: LISTEN, status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', stream: true },
+  { op: LISTEN, status: 422, case: 'unknown event', as: 'customer', error: 'validation failed', stream: true, query: { events: 'site.exploded' } },
+  {
+    op: op('POST', RESULTS), status: 200, case: 'a report nothing waits for', as: 'admin', prepare: openSession, params: session,
+    body: { delivery_id: UNKNOWN_UUID, status_code: 200, duration_ms: 3 },
+  },
+  { op: op('POST', RESULTS), status: 400, case: 'status missing', as: 'admin', error: 'bad request', prepare: openSession, params: session, body: { delivery_id: UNKNOWN_UUID, duration_ms: 3 } },
+  { op: op('POST', RESULTS), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: { session: UNKNOWN_UUID }, body: { delivery_id: UNKNOWN_UUID, status_code: 200, duration_ms: 3 } },
+  { op: op('POST', RESULTS), status: 403, case: "another user's session", as: 'customer', error: 'forbidden', prepare: openSession, params: session, body: { delivery_id: UNKNOWN_UUID, status_code: 200, duration_ms: 3 } },
+  { op: op('POST', RESULTS), status: 404, case: 'no such session', as: 'admin', error: 'not found', params: { session: UNKNOWN_UUID }, body: { delivery_id: UNKNOWN_UUID, status_code: 200, duration_ms: 3 } },
+  { op: op('POST', RESULTS), status: 422, case: 'session not a uuid', as: 'admin', error: 'validation failed', params: { session: 'abc' }, body: { delivery_id: UNKNOWN_UUID, status_code: 200, duration_ms: 3 } },
 
   // the live stream
   { op: STREAM, status: 200, case: 'an event stream', as: 'customer', stream: true },

@@ -1,14 +1,15 @@
-// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive]`.
-import { Command } from 'commander';
+// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--signature S]`.
+import { Command, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
 import type { Context } from '../../context.js';
-import { resolveSecret, warnSecretShownOnce, type SecretOptions } from './secret.js';
+import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SecretOptions, type SignatureScheme } from './secret.js';
 import { showEndpoint } from './view.js';
 
 export interface WebhooksCreateOptions extends SecretOptions {
   url: string;
   events: string;
   inactive?: boolean;
+  signature?: SignatureScheme;
 }
 
 export function webhooksCreateCommand(ctx: Context): Command {
@@ -20,12 +21,18 @@ export function webhooksCreateCommand(ctx: Context): Command {
     .option('--secret-stdin', 'read the signing secret from the first line of standard input')
     .option('--generate-secret', 'generate a random signing secret and print it once')
     .option('--inactive', 'create it inactive (it receives no events until enabled)')
+    .addOption(
+      new Option('--signature <scheme>', 'seed: X-Webhook-Signature only; standard-webhooks: also the Standard Webhooks headers (needs a whsec_ secret)')
+        .choices(SIGNATURE_SCHEMES)
+        .default('seed'),
+    )
     .action(async (options: WebhooksCreateOptions) => webhooksCreateRun(ctx, options));
 }
 
 export async function webhooksCreateRun(ctx: Context, options: WebhooksCreateOptions): Promise<void> {
-  const secret = (await resolveSecret(ctx, options, true))!;
-  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive };
+  const scheme = options.signature ?? 'seed';
+  const secret = (await resolveSecret(ctx, options, true, scheme))!;
+  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme };
   const { data } = await ctx.client().call<WebhookEndpoint>('POST', '/webhooks', body);
   if (ctx.json) {
     // The generated secret exists nowhere else: it joins the data, once.

@@ -5,6 +5,7 @@ import { webhooksCreateCommand } from './create.js';
 import { webhooksDeleteCommand } from './delete.js';
 import { webhooksDeliveriesCommand } from './deliveries.js';
 import { webhooksListCommand } from './list.js';
+import { webhooksRecoverCommand } from './recover.js';
 import { webhooksRedeliverCommand } from './redeliver.js';
 import { webhooksShowCommand } from './show.js';
 import { webhooksTestCommand } from './test.js';
@@ -23,5 +24,6 @@ export function webhooksCommand(ctx: Context): Command {
     .addCommand(webhooksDeleteCommand(ctx))
     .addCommand(webhooksTestCommand(ctx))
     .addCommand(webhooksDeliveriesCommand(ctx))
-    .addCommand(webhooksRedeliverCommand(ctx));
+    .addCommand(webhooksRedeliverCommand(ctx))
+    .addCommand(webhooksRecoverCommand(ctx));
 }

@@ -17,12 +17,24 @@ export interface ResolvedSecret {
   generated: boolean;
 }
 
-/** 32 random bytes, hex: as strong as the HMAC key can use. */
-export function generateSecret(): string {
-  return randomBytes(32).toString('hex');
+export type SignatureScheme = 'seed' | 'standard-webhooks';
+export const SIGNATURE_SCHEMES: SignatureScheme[] = ['seed', 'standard-webhooks'];
+
+/**
+ * 32 random bytes, as strong as the HMAC key can use: hex for `seed`, `whsec_` and base64 for
+ * `standard-webhooks` (that specification's secret format).
+ */
+export function generateSecret(scheme: SignatureScheme = 'seed'): string {
+  const bytes = randomBytes(32);
+  return scheme === 'standard-webhooks' ? `whsec_${bytes.toString('base64')}` : bytes.toString('hex');
 }
 
-export async function resolveSecret(ctx: Context, options: SecretOptions, required: boolean): Promise<ResolvedSecret | undefined> {
+export async function resolveSecret(
+  ctx: Context,
+  options: SecretOptions,
+  required: boolean,
+  scheme: SignatureScheme = 'seed',
+): Promise<ResolvedSecret | undefined> {
   const given = [options.secret !== undefined, Boolean(options.secretStdin), Boolean(options.generateSecret)].filter(Boolean).length;
   if (given > 1) throw new UsageError('use only one of --secret, --secret-stdin and --generate-secret');
   if (options.secret !== undefined) {
@@ -30,7 +42,7 @@ export async function resolveSecret(ctx: Context, options: SecretOptions, requir
     return { value: options.secret, generated: false };
   }
   if (options.secretStdin) return { value: await readSecretFromStdin(ctx, 'secret'), generated: false };
-  if (options.generateSecret) return { value: generateSecret(), generated: true };
+  if (options.generateSecret) return { value: generateSecret(scheme), generated: true };
   if (required) throw new UsageError('a signing secret is required: --secret-stdin, --generate-secret or --secret S');
   return undefined;
 }

@@ -1,11 +1,11 @@
-// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--secret-stdin | --generate-secret]`:
+// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]`:
 // a partial update (PUT with only the given fields); a new secret rotates the signing key.
 import { Command, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
 import { parseId } from '../../args.js';
 import type { Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
-import { resolveSecret, warnSecretShownOnce } from './secret.js';
+import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SignatureScheme } from './secret.js';
 import { showEndpoint } from './view.js';
 
 export interface WebhooksUpdateOptions {
@@ -14,6 +14,7 @@ export interface WebhooksUpdateOptions {
   active?: boolean;
   secretStdin?: boolean;
   generateSecret?: boolean;
+  signature?: SignatureScheme;
 }
 
 export function webhooksUpdateCommand(ctx: Context): Command {
@@ -26,20 +27,25 @@ export function webhooksUpdateCommand(ctx: Context): Command {
     .addOption(new Option('--inactive', 'disable the endpoint (it receives no events)'))
     .option('--secret-stdin', 'rotate the signing secret: read the new one from standard input')
     .option('--generate-secret', 'rotate the signing secret: generate one and print it once')
+    .addOption(new Option('--signature <scheme>', 'seed or standard-webhooks (which needs a whsec_ secret)').choices(SIGNATURE_SCHEMES))
     .action(async (id: number, options: WebhooksUpdateOptions & { inactive?: boolean }) =>
       webhooksUpdateRun(ctx, id, { ...options, active: options.active ? true : options.inactive ? false : undefined }),
     );
 }
 
 export async function webhooksUpdateRun(ctx: Context, id: number, options: WebhooksUpdateOptions): Promise<void> {
-  const secret = await resolveSecret(ctx, { secretStdin: options.secretStdin, generateSecret: options.generateSecret }, false);
+  // A generated secret takes the form of the scheme the endpoint will have.
+  let scheme = options.signature;
+  if (options.generateSecret && !scheme) scheme = (await ctx.client().call<WebhookEndpoint>('GET', `/webhooks/${id}`)).data.signature;
+  const secret = await resolveSecret(ctx, { secretStdin: options.secretStdin, generateSecret: options.generateSecret }, false, scheme ?? 'seed');
   const body: Record<string, unknown> = {};
+  if (options.signature !== undefined) body.signature = options.signature;
   if (options.url !== undefined) body.url = options.url;
   if (options.events !== undefined) body.events = options.events;
   if (options.active !== undefined) body.active = options.active;
   if (secret) body.secret = secret.value;
   if (Object.keys(body).length === 0) {
-    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --secret-stdin or --generate-secret');
+    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --secret-stdin or --generate-secret');
   }
   const { data } = await ctx.client().call<WebhookEndpoint>('PUT', `/webhooks/${id}`, body);
   if (ctx.json) {

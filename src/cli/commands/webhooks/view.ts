@@ -1,6 +1,6 @@
 // How endpoints and delivery log entries read in a terminal (tables, records, one-line
 // summaries), shared by the webhooks commands.
-import type { DeliveryLogEntry, WebhookEndpoint } from '../../api-types.js';
+import type { DeliveryLogEntry, EndpointHealth, WebhookEndpoint } from '../../api-types.js';
 import type { Column, Ui } from '../../output.js';
 import { clean, shorten } from '../../ui/format.js';
 
@@ -13,8 +13,23 @@ export function endpointColumns(ui: Ui): Column<WebhookEndpoint>[] {
     { header: 'url', value: (w) => w.url, shrink: true },
     { header: 'events', value: (w) => w.events, shrink: true },
     { header: 'active', value: (w) => (w.active ? 'yes' : 'no'), style: (text, w) => (w.active ? ui.c.green(text) : ui.c.yellow(text)) },
+    { header: 'health', value: (w) => healthSummary(w.health), style: (text, w) => (w.health?.consecutive_failures ? ui.c.red(text) : text) },
+    { header: 'last failure', value: (w) => w.health?.last_failure_reason ?? '-', shrink: true },
     { header: 'updated', value: (w) => ui.time(w.updated_at) },
   ];
+}
+
+/** `98% ok`, `3 failing · 40% ok`, or `-` before any attempt. */
+export function healthSummary(health: EndpointHealth | undefined): string {
+  if (!health || health.success_rate === null) return '-';
+  const rate = `${Math.round(health.success_rate * 100)}% ok`;
+  return health.consecutive_failures ? `${health.consecutive_failures} failing · ${rate}` : rate;
+}
+
+/** Why an attempt failed: its reason, or for entries of older daemons the status or response. */
+export function failureReason(d: DeliveryLogEntry): string {
+  if (d.success) return '';
+  return (d.reason ?? (d.status_code ? `HTTP ${d.status_code}` : d.response)).replace(/\s+/g, ' ').trim();
 }
 
 /** The endpoint as a record; `extra` lines (a generated secret) join it, aligned. */
@@ -24,10 +39,21 @@ export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint, extra: Array<[st
     ['url', endpoint.url],
     ['events', endpoint.events],
     ['active', endpoint.active ? ui.c.green('yes') : ui.c.yellow('no')],
+    ['signature', endpoint.signature ?? 'seed'],
+    ...healthPairs(ui, endpoint.health),
     ['created', ui.time(endpoint.created_at)],
     ['updated', ui.time(endpoint.updated_at)],
     ...extra,
   ]);
+}
+
+function healthPairs(ui: Ui, health: EndpointHealth | undefined): Array<[string, string]> {
+  if (!health) return [];
+  const pairs: Array<[string, string]> = [['health', healthSummary(health)]];
+  if (health.consecutive_failures) pairs.push(['failing', ui.c.red(`${health.consecutive_failures} deliveries in a row`)]);
+  pairs.push(['last success', ui.time(health.last_success_at)]);
+  pairs.push(['last failure', health.last_failure_at ? `${ui.time(health.last_failure_at)} (${health.last_failure_reason ?? '?'})` : '-']);
+  return pairs;
 }
 
 export function deliveryColumns(ui: Ui): Column<DeliveryLogEntry>[] {
@@ -39,17 +65,26 @@ export function deliveryColumns(ui: Ui): Column<DeliveryLogEntry>[] {
     { header: 'status', value: (d) => (d.status_code ? String(d.status_code) : '-') },
     { header: 'attempt', value: (d) => String(d.attempt) },
     { header: 'ms', value: (d) => String(d.duration_ms) },
+    { header: 'reason', value: (d) => failureReason(d) || '-', shrink: true },
     { header: 'delivery', value: (d) => d.delivery_id },
   ];
+}
+
+/** `text` cut to `max` characters, the cut marked with `…`. */
+export function ellipsis(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
 }
 
 /** One line per attempt: for --follow and for test/redeliver results. */
 export function deliveryLine(ui: Ui, d: DeliveryLogEntry): string {
   let status = d.status_code === 0 ? 'no answer' : `HTTP ${d.status_code}`;
-  // Why a failed attempt failed, in short (the response body, or the connection error): an
-  // untrusted body loses its control characters, and a long one ends at a word with an ellipsis.
-  const reason = d.success ? '' : shorten(clean(d.response), REASON_WIDTH);
-  if (reason) status += ` (${reason})`;
+  // Why a failed attempt failed: its reason, or for a plain HTTP failure the start of the
+  // answer's body (an untrusted body loses its control characters, and a long one ends at a
+  // word with an ellipsis).
+  const reason = failureReason(d);
+  const detail = reason && reason !== status ? reason : d.success ? '' : shorten(clean(d.response), REASON_WIDTH);
+  if (detail) status += ` (${detail})`;
   const text = [
     ui.time(d.created_at),
     ui.ok(d.success),

@@ -6,8 +6,10 @@ import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, SECURITY, errorResponses, ok } from '../../../shared/envelope.js';
 import { EVENT_CATALOGUE, validateEventData } from '../../../shared/events.js';
 import { EventTypeSchema, PublishEventBody, PublishEventResult } from '../../../shared/api/events.js';
+import listenRoutes from './listen.js';
 
 export default async function eventRoutes(app: FastifyInstance) {
+  await app.register(listenRoutes);
   app.get(
     '/events/types',
     {

@@ -10,14 +10,16 @@ import { DeliveriesQuery, DeliveryEntry, RedeliverParams, TestWebhookBody } from
 import type { DeliveryLogEntry, WebhookRecord } from '../../../store/types.js';
 import type { PublishInput } from '../../dispatcher/bus.js';
 import { DeliveryNotAttempted, RETRY_DELAY_MS } from '../../dispatcher/dispatcher.js';
+import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
+import { parseTime } from './times.js';
 
 const tags = ['webhooks'];
 export const DEFAULT_TEST_MESSAGE = 'This is a test webhook from panelctl';
 
 function outcome(entry: DeliveryLogEntry): string {
   if (entry.success) return `delivered (HTTP ${entry.status_code}) in ${entry.duration_ms} ms`;
-  const why = entry.status_code ? `HTTP ${entry.status_code}` : entry.response;
+  const why = entryReason(entry);
   return `attempt failed (${why}); it is retried once in ${RETRY_DELAY_MS / 1000} s`;
 }
 
@@ -55,7 +57,7 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: "The endpoint's last 100 delivery attempts, newest first",
+        summary: "The endpoint's last 100 delivery attempts, newest first (filters: success, event, since, limit)",
         security,
         params: IdParam,
         querystring: DeliveriesQuery,
@@ -65,12 +67,22 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { limit = 100, success } = request.query;
-      // The store narrows to failed attempts; successful ones are picked from the (at most 100) kept.
-      let entries = success === false ? await app.store.deliveryLog.list(id, { limit, failed: true }) : await app.store.deliveryLog.list(id);
-      if (success === true) entries = entries.filter((entry) => entry.success);
-      // Entries recorded without request_headers (seeded, or older builds) show an empty set.
-      return ok(entries.slice(0, limit).map((entry) => ({ ...entry, request_headers: entry.request_headers ?? {} })));
+      const { limit = 100, success, event, since } = request.query;
+      const sinceMs = since === undefined ? undefined : parseTime('since', since);
+      const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));
+      let entries = await app.store.deliveryLog.list(id);
+      if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
+      if (events) entries = entries.filter((entry) => events.has(entry.event));
+      if (sinceMs !== undefined) entries = entries.filter((entry) => Date.parse(entry.created_at) >= sinceMs);
+      // Entries recorded without request_headers or reason (seeded, or older builds) get an empty
+      // set and a reason read from their status or response.
+      return ok(
+        entries.slice(0, limit).map((entry) => ({
+          ...entry,
+          request_headers: entry.request_headers ?? {},
+          reason: entry.reason !== undefined ? entry.reason : entryReason(entry),
+        })),
+      );
     },
   );
 

@@ -14,17 +14,13 @@ import {
   WebhookEndpoint,
 } from '../../../shared/api/webhooks.js';
 import type { WebhookRecord } from '../../../store/types.js';
+import { secretProblem, type SignatureScheme } from '../../dispatcher/headers.js';
 import { privateTargetsAllowed } from '../../dispatcher/plugin.js';
 import { blockedLiteral } from '../../dispatcher/ssrf.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
+import { endpointView, endpointViews } from './endpoint-view.js';
 
 const tags = ['webhooks'];
-
-/** The endpoint as the API shows it: everything but the secret. */
-export function endpointView(record: WebhookRecord): WebhookEndpoint {
-  const { id, user_id, url, events, active, created_at, updated_at } = record;
-  return { id, user_id, url, events, active, created_at, updated_at };
-}
 
 /** 422 unless `raw` is an absolute https: URL whose host is not a blocked literal address. */
 export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise<string> {
@@ -52,6 +48,12 @@ export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise
   return value;
 }
 
+/** 422 when the secret cannot sign with the scheme (standard-webhooks needs a whsec_ secret). */
+function checkSecret(scheme: SignatureScheme, secret: string): void {
+  const problem = secretProblem(scheme, secret);
+  if (problem) throw new ApiError('VALIDATION_FAILED', problem);
+}
+
 function checkEvents(raw: string): string {
   const result = normaliseEventList(raw);
   if ('error' in result) throw new ApiError('VALIDATION_FAILED', result.error);
@@ -71,20 +73,22 @@ export default async function endpointRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { url, secret, events, active = true } = request.body;
-      const record = {
+      const { url, secret, events, active = true, signature = 'seed' } = request.body;
+      checkSecret(signature, secret);
+      const record: Omit<WebhookRecord, 'id'> = {
         user_id: principalOf(request).userId,
         url: await checkTargetUrl(app, url),
         secret,
         events: checkEvents(events),
         active,
+        signature,
         created_at: new Date(app.clock()).toISOString(),
         updated_at: '',
       };
       record.updated_at = record.created_at;
       const created = await app.store.webhooks.insert(record);
       reply.code(201);
-      return ok(endpointView(created), 'webhook endpoint created');
+      return ok(await endpointView(app, created), 'webhook endpoint created');
     },
   );
 
@@ -108,7 +112,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
       }
       const owner = userId ?? principal.userId;
       const records = all ? await app.store.webhooks.list() : await app.store.webhooks.listByUser(owner);
-      return ok(records.map(endpointView));
+      return ok(await endpointViews(app, records));
     },
   );
 
@@ -125,7 +129,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const { id } = request.params;
-      return ok(endpointView(assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id)));
+      return ok(await endpointView(app, assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id)));
     },
   );
 
@@ -134,7 +138,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: 'Change an endpoint (partial: any of url, events, active, secret)',
+        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature)',
         security,
         params: IdParam,
         body: UpdateWebhookBody,
@@ -143,19 +147,23 @@ export default async function endpointRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const { id } = request.params;
-      assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { url, secret, events, active } = request.body;
-      if (url === undefined && secret === undefined && events === undefined && active === undefined) {
-        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret');
+      const current = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      const { url, secret, events, active, signature } = request.body;
+      if (url === undefined && secret === undefined && events === undefined && active === undefined && signature === undefined) {
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature');
       }
+      checkSecret(signature ?? current.signature ?? 'seed', secret ?? current.secret);
       const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
       if (url !== undefined) patch.url = await checkTargetUrl(app, url);
       if (events !== undefined) patch.events = checkEvents(events);
       if (secret !== undefined) patch.secret = secret;
       if (active !== undefined) patch.active = active;
+      if (signature !== undefined) patch.signature = signature;
+      // Enabled again: failures from before no longer count towards the auto-disable.
+      if (active === true && !current.active) patch.health_reset_at = patch.updated_at;
       const updated = await app.store.webhooks.update(id, patch);
       if (!updated) throw new ApiError('NOT_FOUND', `webhook ${id} not found`);
-      return ok(endpointView(updated), secret !== undefined ? 'webhook endpoint updated; secret rotated' : 'webhook endpoint updated');
+      return ok(await endpointView(app, updated), secret !== undefined ? 'webhook endpoint updated; secret rotated' : 'webhook endpoint updated');
     },
   );
 

@@ -1,11 +1,13 @@
-// Webhook routes: endpoints, their delivery logs and manual sends, and the live stream.
+// Webhook routes: endpoints, their delivery logs, manual sends and recovery, and the live stream.
 import type { FastifyInstance } from 'fastify';
 import deliveryRoutes from './deliveries.js';
 import endpointRoutes from './endpoints.js';
+import recoverRoutes from './recover.js';
 import streamRoutes from './stream.js';
 
 export default async function webhookRoutes(app: FastifyInstance) {
   await app.register(endpointRoutes);
   await app.register(deliveryRoutes);
+  await app.register(recoverRoutes);
   await app.register(streamRoutes);
 }

@@ -1,14 +1,16 @@
 // GET /webhooks/deliveries/stream: every new delivery log entry of the caller's endpoints (an
 // admin's: all) as Server-Sent Events, `event: delivery`, `id: <entry id>`, `data: <entry>`.
 // Entries come from the store's change feed, so attempts made by any daemon of the store appear;
-// a reconnect with Last-Event-ID first gets the entries it missed from the store's log. Streams
-// end when the daemon closes, so they never hold a shutdown open.
+// a reconnect with Last-Event-ID first gets the entries it missed from the store's log. Changes
+// the daemon made to an endpoint by itself (the auto-disable) come as `event: endpoint`, without
+// an id. Streams end when the daemon closes, so they never hold a shutdown open.
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { SECURITY as security, errorResponses } from '../../../shared/envelope.js';
 import { StreamQuery } from '../../../shared/api/webhooks.js';
 import type { DeliveryLogEntry } from '../../../store/types.js';
+import type { EndpointNotice } from '../../dispatcher/attempt-report.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
 
 export const KEEPALIVE_MS = 15_000;
@@ -17,6 +19,11 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 
 export function sseFrame(entry: DeliveryLogEntry): string {
   return `event: delivery\nid: ${entry.id}\ndata: ${JSON.stringify(entry)}\n\n`;
+}
+
+/** A notice carries no id: Last-Event-ID stays the last delivery entry seen. */
+export function noticeFrame(notice: EndpointNotice): string {
+  return `event: endpoint\ndata: ${JSON.stringify(notice)}\n\n`;
 }
 
 export default async function streamRoutes(app: FastifyInstance) {
@@ -30,12 +37,14 @@ export default async function streamRoutes(app: FastifyInstance) {
     {
       schema: {
         tags: ['webhooks'],
-        summary: 'Live delivery log entries as Server-Sent Events (`event: delivery`, `id`, `data` the entry JSON)',
+        summary: 'Live delivery log entries as Server-Sent Events (`event: delivery`, `id`, `data` the entry JSON; `event: endpoint` when the daemon disabled an endpoint)',
         security,
         querystring: StreamQuery,
         response: {
           200: {
-            description: 'text/event-stream: one `delivery` event per new attempt; a `: keepalive` comment every 15 s',
+            description:
+              'text/event-stream: one `delivery` event per new attempt; an `endpoint` event (`{ type: "disabled", endpoint, reason, ' +
+              'consecutive_failures, last_failure_reason, at }`) when an endpoint was set inactive after failing; a `: keepalive` comment every 15 s',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
           ...errorResponses(400, 401, 403, 404),
@@ -84,10 +93,17 @@ export default async function streamRoutes(app: FastifyInstance) {
         if (wanted(entry, ownerId)) write(sseFrame(entry));
       };
       let backlog: Array<{ entry: DeliveryLogEntry; ownerId: number | null }> | null = null;
-      unsubscribe = app.dispatcher.onEntry((entry, ownerId) => {
+      const unsubscribeEntries = app.dispatcher.onEntry((entry, ownerId) => {
         if (backlog) backlog.push({ entry, ownerId });
         else send(entry, ownerId);
       });
+      const unsubscribeNotices = app.endpointNotices.on((notice, ownerId) => {
+        if (endpointId !== undefined ? notice.endpoint.id === endpointId : seesAll || ownerId === principal.userId) write(noticeFrame(notice));
+      });
+      unsubscribe = () => {
+        unsubscribeEntries();
+        unsubscribeNotices();
+      };
       if (Number.isSafeInteger(lastEventId) && lastEventId > 0) {
         backlog = [];
         const replayed = new Set<number>();

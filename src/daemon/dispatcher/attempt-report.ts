@@ -1,0 +1,119 @@
+// What happens after each logged attempt, outside the delivery worker: one daemon log line
+// (warn for a failure with endpoint, event and reason; debug for a success), and the opt-in
+// auto-disable (setting webhook_disable_after_failures): after that many failed deliveries in a
+// row the endpoint is set inactive, a warning is logged, and its owner is told on the event
+// stream (`event: endpoint`).
+import type { FastifyInstance } from 'fastify';
+import type { DeliveryLogEntry, WebhookRecord } from '../../store/types.js';
+import { MAX_ATTEMPTS } from './dispatcher.js';
+import { computeHealth, entryReason } from './health.js';
+
+/** The endpoint without its secret, as notices carry it. */
+export interface NoticeEndpoint {
+  id: number;
+  user_id: number;
+  url: string;
+  events: string;
+  active: boolean;
+}
+
+/** A change of an endpoint the daemon made by itself, for its owner's event stream. */
+export interface EndpointNotice {
+  type: 'disabled';
+  endpoint: NoticeEndpoint;
+  /** In words, for people: why it was disabled. */
+  reason: string;
+  consecutive_failures: number;
+  last_failure_reason: string | null;
+  at: string;
+}
+
+export type NoticeListener = (notice: EndpointNotice, ownerId: number) => void;
+
+/** The fan-out of endpoint notices to open event streams. */
+export class EndpointNotices {
+  readonly #listeners = new Set<NoticeListener>();
+
+  on(listener: NoticeListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  emit(notice: EndpointNotice, ownerId: number): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(notice, ownerId);
+      } catch {
+        // a stream that cannot take it is its own problem
+      }
+    }
+  }
+}
+
+/** Endpoints being disabled now: concurrent failures must not disable (and notify) twice. */
+const disabling = new Set<number>();
+
+/**
+ * Logs the attempt and applies the auto-disable; never throws (it runs after the attempt is
+ * recorded, and nothing of it may hold up deliveries).
+ * @example
+ * dispatcher.onEntry((entry) => void reportAttempt(app, entry));
+ */
+export async function reportAttempt(app: FastifyInstance, entry: DeliveryLogEntry): Promise<void> {
+  try {
+    const endpoint = await app.store.webhooks.get(entry.endpoint_id);
+    const fields = {
+      endpoint_id: entry.endpoint_id,
+      url: endpoint?.url,
+      event: entry.event,
+      delivery_id: entry.delivery_id,
+      attempt: entry.attempt,
+      status_code: entry.status_code,
+      duration_ms: entry.duration_ms,
+    };
+    if (entry.success) {
+      app.log.debug(fields, `webhook delivered: ${entry.event} to endpoint ${entry.endpoint_id} (HTTP ${entry.status_code})`);
+      return;
+    }
+    const reason = entryReason(entry);
+    app.log.warn({ ...fields, reason }, `webhook attempt failed: ${entry.event} to endpoint ${entry.endpoint_id}: ${reason}`);
+    if (endpoint && entry.attempt >= MAX_ATTEMPTS) await maybeDisable(app, endpoint);
+  } catch (error) {
+    app.log.error({ err: error, endpoint_id: entry.endpoint_id }, 'could not report a webhook attempt');
+  }
+}
+
+async function maybeDisable(app: FastifyInstance, endpoint: WebhookRecord): Promise<void> {
+  const limit = (await app.store.settings.get()).webhook_disable_after_failures ?? 0;
+  if (!limit || !endpoint.active || disabling.has(endpoint.id)) return;
+  disabling.add(endpoint.id);
+  try {
+    const health = computeHealth(await app.store.deliveryLog.list(endpoint.id), endpoint.health_reset_at ?? null, app.clock());
+    if (health.consecutive_failures < limit) return;
+    const now = new Date(app.clock()).toISOString();
+    const updated = await app.store.webhooks.update(endpoint.id, { active: false, updated_at: now });
+    if (!updated) return;
+    const reason = `disabled after ${health.consecutive_failures} failed deliveries in a row (webhook_disable_after_failures ${limit}); last: ${health.last_failure_reason ?? 'unknown'}`;
+    app.log.warn({ endpoint_id: endpoint.id, url: endpoint.url, consecutive_failures: health.consecutive_failures }, `webhook endpoint ${endpoint.id} ${reason}`);
+    const { id, user_id, url, events, active } = updated;
+    app.endpointNotices.emit(
+      {
+        type: 'disabled',
+        endpoint: { id, user_id, url, events, active },
+        reason,
+        consecutive_failures: health.consecutive_failures,
+        last_failure_reason: health.last_failure_reason,
+        at: now,
+      },
+      updated.user_id,
+    );
+  } finally {
+    disabling.delete(endpoint.id);
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    endpointNotices: EndpointNotices;
+  }
+}
