@@ -31,7 +31,7 @@ describe('argv parsing', () => {
     expect(one.program.commands.map((c) => c.name())).toEqual(['keys']);
     const all = await buildProgram({ io: fakeIo() });
     expect(all.program.commands.map((c) => c.name())).toEqual([
-      'init', 'daemon', 'login', 'logout', 'whoami', 'keys', 'webhooks', 'events', 'sites', 'subscriptions', 'users', 'store', 'admin', 'settings', '2fa', 'watch', 'completion',
+      'init', 'daemon', 'login', 'logout', 'whoami', 'keys', 'webhooks', 'listen', 'events', 'sites', 'subscriptions', 'users', 'admin', 'store', 'settings', '2fa', 'watch', 'completion',
     ]);
   });
 

@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/factory.js';
 import { runCli } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 
@@ -27,9 +28,14 @@ const reset = (dataDir: string, email: string, password?: string, json = false) 
     env: { PANELCTL_CONFIG_DIR: dataDir, PANELCTL_URL: '', PANELCTL_TOKEN: '', PANEL_DATA_DIR: '' },
   });
 
+/** The user as the store holds it, read without writing (the daemon may be running). */
 async function storedUser(dataDir: string, email: string): Promise<Record<string, unknown>> {
-  const data = JSON.parse(await readFile(join(dataDir, 'store.json'), 'utf8')) as { users: Array<Record<string, unknown>> };
-  return data.users.find((u) => u.email === email)!;
+  const store = await openStore({ dataDir, readOnly: true });
+  try {
+    return { ...(await store.users.byEmail(email)) };
+  } finally {
+    await store.close();
+  }
 }
 
 describe('panelctl admin reset-password', () => {

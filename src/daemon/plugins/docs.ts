@@ -5,6 +5,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fp from 'fastify-plugin';
+import { MAX_ID } from '../../shared/envelope.js';
 import type { FastifyInstance } from 'fastify';
 import { stringify as toYaml } from 'yaml';
 import { ErrorEnvelope } from '../../shared/envelope.js';
@@ -21,13 +22,22 @@ function isLimited(url: string): boolean {
 /** Keywords whose failure is a 422 (well-formed but invalid, plugins/validation.ts), not a 400. */
 const VALUE_RULES = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const', 'minItems', 'maxItems', 'multipleOf']);
 
-/** Whether a request schema has a rule whose failure answers 422. */
-function hasValueRule(schema: unknown): boolean {
+/** An id of the path or query (the `Id()` schema): out of range is a 400 there (plugins/validation.ts). */
+function isId(schema: unknown): boolean {
+  const s = schema as { type?: unknown; minimum?: unknown; maximum?: unknown };
+  return s?.type === 'integer' && s.minimum === 1 && s.maximum === MAX_ID;
+}
+
+/** Whether a request schema has a rule whose failure answers 422 (`idsAre400`: in the path or query). */
+function hasValueRule(schema: unknown, idsAre400 = false): boolean {
   if (!schema || typeof schema !== 'object') return false;
-  if (Array.isArray(schema)) return schema.some(hasValueRule);
+  if (Array.isArray(schema)) return schema.some((item) => hasValueRule(item, idsAre400));
+  if (idsAre400 && isId(schema)) return false;
   return Object.entries(schema).some(([key, value]) =>
     // Under `properties` the keys are field names, not keywords.
-    key === 'properties' ? Object.values(value as object).some(hasValueRule) : VALUE_RULES.has(key) || hasValueRule(value),
+    key === 'properties'
+      ? Object.values(value as object).some((field) => hasValueRule(field, idsAre400))
+      : VALUE_RULES.has(key) || hasValueRule(value, idsAre400),
   );
 }
 
@@ -39,7 +49,7 @@ function hasValueRule(schema: unknown): boolean {
  */
 function implicitErrors(url: string, schema: Record<string, unknown>): number[] {
   const statuses = [400];
-  if ([schema.body, schema.querystring, schema.params].some(hasValueRule)) statuses.push(422);
+  if (hasValueRule(schema.body) || hasValueRule(schema.querystring, true) || hasValueRule(schema.params, true)) statuses.push(422);
   if (isLimited(url)) statuses.push(429);
   return statuses;
 }

@@ -82,6 +82,12 @@ const answered = new WeakSet<Socket>();
  */
 export function clientErrorHandler(error: ParserError, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || answered.has(socket)) return;
+  // A TLS handshake that failed or timed out (https passes those on as client errors): no HTTP
+  // can be spoken on it, an answer would only wait for a handshake that never comes.
+  if (error.code && /^ERR_(TLS|SSL)_/.test(error.code)) {
+    socket.destroy();
+    return;
+  }
   answered.add(socket);
   // Writes after the end (the peer keeps sending) must not become an uncaught error.
   socket.on('error', () => undefined);

@@ -55,7 +55,7 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('GET', LIST), status: 400, case: 'unknown query parameter', as: 'customer', error: 'bad request', query: { everyone: 'true' } },
   { op: op('GET', LIST), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
   { op: op('GET', LIST), status: 403, case: "customer asking for everyone's", as: 'customer', error: 'forbidden', query: { all: 'true' } },
-  { op: op('GET', LIST), status: 422, case: 'user_id 0', as: 'admin', error: 'validation failed', query: { user_id: 0 } },
+  { op: op('GET', LIST), status: 400, case: 'user_id 0', as: 'admin', error: 'bad request', query: { user_id: 0 } },
   { op: op('GET', ONE), status: 200, case: 'own endpoint', as: 'customerKey', params: own },
   { op: op('GET', ONE), status: 400, case: 'id not a number', as: 'customer', error: 'bad request', params: { id: 'abc' } },
   { op: op('GET', ONE), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: own },
