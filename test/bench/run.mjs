@@ -99,11 +99,12 @@ async function seedLog(dataDir, entries) {
   const store = await JsonStore.open(layout(dataDir));
   const now = new Date().toISOString();
   const hook = await store.webhooks.insert({ user_id: 1, url: 'https://hooks.example.com/panel', secret: 'bench-secret', events: '*', active: true, created_at: now, updated_at: now });
-  for (let i = 0; i < entries; i++) {
+  const log = Array.from({ length: entries }, (_, i) => {
     const payload = { event: 'site.created', timestamp: now, data: { site_id: i + 1, domain: `site-${i}.example.com` } };
     const headers = { 'Content-Type': 'application/json', 'User-Agent': 'Panel-WebPanel-Webhook/1.0', 'X-Webhook-Event': 'site.created', 'X-Webhook-Signature': sign('bench-secret', JSON.stringify(payload)), 'X-Webhook-Delivery': `seed-${i}` };
-    await store.deliveryLog.append({ delivery_id: `seed-${i}`, endpoint_id: hook.id, event: 'site.created', payload, attempt: 1, status_code: 200, response: 'ok', success: true, duration_ms: 12, created_at: now, request_headers: headers });
-  }
+    return { delivery_id: `seed-${i}`, endpoint_id: hook.id, event: 'site.created', payload, attempt: 1, status_code: 200, response: 'ok', success: true, duration_ms: 12, created_at: now, request_headers: headers };
+  });
+  await store.deliveryLog.append(log);
   await store.close();
   return hook.id;
 }
@@ -276,9 +277,10 @@ async function seed(dataDir, receiverUrl, endpoints, keys) {
   for (let i = 0; i < endpoints; i++) {
     // The first ENDPOINTS receive the benchmark's events; the rest listen to another event.
     const hook = await store.webhooks.insert({ user_id: 1, url: receiverUrl, secret: `secret-${i}`, events: i < ENDPOINTS ? 'site.created' : 'backup.completed', active: true, created_at: now, updated_at: now });
-    for (let a = 0; a < 100; a++) {
-      await store.deliveryLog.append({ delivery_id: `seed-${i}-${a}`, endpoint_id: hook.id, event: 'backup.completed', payload: { event: 'backup.completed', timestamp: now, data: { schedule_id: 1, name: 'nightly' } }, attempt: 1, status_code: 200, response, success: true, duration_ms: 3, created_at: now });
-    }
+    // The store's log takes a batch of entries (one append).
+    await store.deliveryLog.append(
+      Array.from({ length: 100 }, (_, a) => ({ delivery_id: `seed-${i}-${a}`, endpoint_id: hook.id, event: 'backup.completed', payload: { event: 'backup.completed', timestamp: now, data: { schedule_id: 1, name: 'nightly' } }, attempt: 1, status_code: 200, response, success: true, duration_ms: 3, created_at: now, request_headers: {} })),
+    );
   }
   await store.close();
   return sampleKey;

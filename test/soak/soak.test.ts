@@ -161,8 +161,10 @@ describe('soak', () => {
     console.log(
       `soak: ${SECONDS} s; answers ${statusLine}; ${failures.length} failures; ${ackedUsers.size} users acknowledged, ${lost.length} lost; ` +
         `${ackedEvents.size} events accepted, ${undelivered.length} undelivered, ${unfinished.length} not attempted to the end; ` +
-        `RSS ${warm[0]?.rss.toFixed(0)}→${warm.at(-1)?.rss.toFixed(0)} MB (slope ${rssPerMinute.toFixed(2)} MB/min, peak ${peak.toFixed(0)}), ` +
-        `fds ${warm[0]?.fds}→${warm.at(-1)?.fds} (slope ${fdPerMinute.toFixed(2)}/min)`,
+        (warm.length > 1
+          ? `RSS ${warm[0].rss.toFixed(0)}→${warm.at(-1)!.rss.toFixed(0)} MB (slope ${rssPerMinute.toFixed(2)} MB/min, peak ${peak.toFixed(0)}), ` +
+            `fds ${warm[0].fds}→${warm.at(-1)!.fds} (slope ${fdPerMinute.toFixed(2)}/min)`
+          : `RSS peak ${peak.toFixed(0)} MB (too short for trends after the minute of warm-up)`),
     );
     expect(failures, 'failed requests and unexpected statuses (5xx included)').toEqual([]);
     expect([...answers.keys()].filter((status) => status >= 500), '5xx answers').toEqual([]);
