@@ -41,7 +41,8 @@ function watch(socket: net.Socket): Watched {
 function connectTls(daemon: TestDaemon, localAddress?: string): Promise<Watched> {
   const { port } = new URL(daemon.url);
   return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port: Number(port), ca: daemon.ca, servername: 'localhost', localAddress });
+    // localAddress is a net option tls.connect passes on (its type leaves it out).
+    const socket = tls.connect({ host: '127.0.0.1', port: Number(port), ca: daemon.ca, servername: 'localhost', ...({ localAddress } as object) });
     const watched = watch(socket);
     socket.once('secureConnect', () => resolve(watched));
     socket.once('close', () => reject(new Error('closed before the TLS handshake completed')));
@@ -153,7 +154,7 @@ describe('the per-address connection cap', () => {
 
   it('refuses connections beyond the cap from one address, not from another, and accepts again once one closes', async () => {
     // 127.0.0.2 and 127.0.0.3 are loopback too: two clients the test's own requests do not count against.
-    const held = [];
+    const held: Watched[] = [];
     for (let i = 0; i < 3; i++) held.push(await connectTls(daemon, '127.0.0.2'));
     sockets.push(...held.map((w) => w.socket));
     await expect(connectTls(daemon, '127.0.0.2')).rejects.toThrow(/closed before the TLS handshake/);
@@ -168,7 +169,7 @@ describe('the per-address connection cap', () => {
     while (!again) {
       again = await connectTls(daemon, '127.0.0.2').catch((error) => {
         if (Date.now() > deadline) throw error;
-        return new Promise<undefined>((resolve) => setTimeout(resolve, 50));
+        return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 50));
       });
     }
     sockets.push(again.socket);

@@ -34,7 +34,7 @@ describe('RotatingFile', () => {
         expect((await stat(join(dir, name))).mode & 0o777).toBe(0o600);
       }
       // Nothing lost between the files kept: .3 → .2 → .1 → daemon.log are consecutive lines.
-      const numbers = [];
+      const numbers: number[] = [];
       for (const name of ['daemon.log.3', 'daemon.log.2', 'daemon.log.1', 'daemon.log']) {
         const text = await readFile(join(dir, name), 'utf8');
         numbers.push(...text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { n: number }).n));

@@ -25,6 +25,7 @@ export function entry(overrides: Partial<WatchEntry> = {}): WatchEntry {
     success: true,
     duration_ms: 42,
     created_at: new Date(NOW - 60_000 + id * 1000).toISOString(),
+    reason: null,
     ...overrides,
   };
 }
