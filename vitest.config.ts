@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+/** The test files that start daemons and run again with every daemon on PostgreSQL. */
+const ON_POSTGRES = ['test/identity/**/*.test.ts', 'test/sources/sites.test.ts', 'test/sources/subscriptions.test.ts', 'test/dispatcher/**/*.test.ts'];
+
 // Tests drive the built daemon and CLI as child processes, so `npm test` builds first.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
     exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**'],
     // Generous bounds: each test waits for the thing itself (a request, a log line, a file), so
     // a busy machine only makes it slower; these catch a test that would wait forever.
@@ -20,5 +22,23 @@ export default defineConfig({
     // checks after the PostgreSQL cluster (started with the run's mark) was stopped.
     setupFiles: ['test/helpers/setup.ts'],
     globalSetup: ['test/helpers/global-teardown.ts', 'test/helpers/postgres-global-setup.ts'],
+    // Two projects, one run: everything on the embedded JSON store, then the daemon tests of
+    // identity, sites, subscriptions, webhooks and the dispatcher with their daemons on
+    // PostgreSQL (PANELCTL_TEST_STORE, see test/helpers/daemon.ts).
+    projects: [
+      { extends: true, test: { name: 'json', include: ['test/**/*.test.ts', 'test/**/*.test.tsx'] } },
+      {
+        extends: true,
+        test: {
+          name: 'postgres',
+          include: ON_POSTGRES,
+          // The two-daemon test is PostgreSQL's own; it runs once, in the json project.
+          exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**', 'test/dispatcher/two-daemons.test.ts'],
+          // Leases a little over an attempt's 10 s: a daemon restarted in a test makes what the
+          // killed one held without waiting the default minute.
+          env: { PANELCTL_TEST_STORE: 'postgres', PANELCTL_CLAIM_LEASE_MS: '12000' },
+        },
+      },
+    ],
   },
 });

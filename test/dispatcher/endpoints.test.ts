@@ -3,6 +3,7 @@
 // never in an answer. Targets use the .invalid TLD, so nothing can ever be delivered.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { TEST_STORE } from '../helpers/daemon.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
 import { customer, startWorld, waitForEntries, type World } from './fixtures.js';
@@ -180,7 +181,8 @@ describe.concurrent('webhook endpoints API', () => {
     expect(update.status).toBe(422);
   });
 
-  it('removes the delivery log file with the endpoint', async () => {
+  // The JSON store's per-endpoint files; PostgreSQL's log rows go by cascade (the contract suite).
+  it.skipIf(TEST_STORE === 'postgres')('removes the delivery log file with the endpoint', async () => {
     const { token } = await customer(world);
     const id = (await world.daemon.request('POST', '/webhooks', { token, body: { url: URL_A, secret: 's', events: '*', active: false } })).body.data.id;
     // A test send to an unresolvable host: a failed attempt that is logged.

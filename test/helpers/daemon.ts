@@ -6,7 +6,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
 import { BIN, runCli } from './cli.js';
+import { createDatabase, pgAdminUrl } from './postgres-db.js';
 import { track } from './processes.js';
+
+/**
+ * The store the daemons of this run use: `PANELCTL_TEST_STORE=postgres` (the `postgres` test
+ * project) gives each data directory its own database on the run's PostgreSQL cluster.
+ */
+export const TEST_STORE: 'json' | 'postgres' = process.env.PANELCTL_TEST_STORE === 'postgres' ? 'postgres' : 'json';
+const databases = new Map<string, string>();
+const initialisedDatabases = new Set<string>();
+
+/** The database of a data directory in the postgres project (made on first use); undefined on JSON. */
+export async function testDatabaseFor(dataDir: string): Promise<string | undefined> {
+  if (TEST_STORE !== 'postgres') return undefined;
+  let url = databases.get(dataDir);
+  if (!url) {
+    const { url: adminUrl, reason } = pgAdminUrl();
+    if (!adminUrl) throw new Error(`PANELCTL_TEST_STORE=postgres but no PostgreSQL: ${reason}`);
+    url = await createDatabase(adminUrl, 'panelctl_daemon');
+    databases.set(dataDir, url);
+  }
+  return url;
+}
 
 export const ADMIN_EMAIL = 'admin@localhost';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -27,6 +49,8 @@ export interface RequestOptions {
 
 export interface TestDaemon {
   dataDir: string;
+  /** The PostgreSQL store the daemon runs on (undefined: the JSON store in its data directory). */
+  databaseUrl?: string;
   url: string;
   ca: string;
   proc: ChildProcess;
@@ -51,15 +75,32 @@ export interface StartOptions {
   port?: number;
   /** Keep the data directory on dispose. */
   keep?: boolean;
+  /** A PostgreSQL store (else the env's PANELCTL_DATABASE_URL, else the run's TEST_STORE). */
+  databaseUrl?: string;
 }
 
 export async function makeDataDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'panelctl-test-'));
 }
 
-export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD): Promise<void> {
-  const result = await runCli(['init', '--data-dir', dataDir, '--password-stdin'], { input: `${password}\n` });
+export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD, databaseUrl?: string): Promise<void> {
+  const url = databaseUrl ?? (await testDatabaseFor(dataDir));
+  const result = await runCli(['init', '--data-dir', dataDir, '--password-stdin', ...(url ? ['--database-url', url] : [])], { input: `${password}\n` });
   if (result.code !== 0) throw new Error(`init failed: ${result.stderr}`);
+  if (url) initialisedDatabases.add(url);
+}
+
+/** The JWT signing secret the daemon uses: its data directory's file, or the database's. */
+export async function jwtSecretOf(daemon: TestDaemon): Promise<string> {
+  if (!daemon.databaseUrl) return (await readFile(join(daemon.dataDir, 'jwt-secret'), 'utf8')).trim();
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: daemon.databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query<{ value: string }>("SELECT value FROM shared_secrets WHERE name = 'jwt'")).rows[0].value;
+  } finally {
+    await client.end();
+  }
 }
 
 export function waitForExit(proc: ChildProcess): Promise<number | null> {
@@ -69,20 +110,25 @@ export function waitForExit(proc: ChildProcess): Promise<number | null> {
 
 export async function startDaemon(options: StartOptions = {}): Promise<TestDaemon> {
   const dataDir = options.dataDir ?? (await makeDataDir());
-  try {
-    await readFile(join(dataDir, 'store.json'));
-  } catch {
-    await initDataDir(dataDir);
+  const databaseUrl = options.databaseUrl ?? options.env?.PANELCTL_DATABASE_URL ?? (await testDatabaseFor(dataDir));
+  if (databaseUrl) {
+    // A second daemon of a database needs no init: its data directory only gets TLS, pid and log.
+    if (!initialisedDatabases.has(databaseUrl)) await initDataDir(dataDir, ADMIN_PASSWORD, databaseUrl);
+  } else {
+    try {
+      await readFile(join(dataDir, 'store.json'));
+    } catch {
+      await initDataDir(dataDir);
+    }
   }
   const args = [BIN, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', String(options.port ?? 0), '--log-level', 'warn', ...(options.args ?? [])];
+  const env = { ...process.env, ...options.env, ...(databaseUrl ? { PANELCTL_DATABASE_URL: databaseUrl } : {}) };
   // Tracked: a test that times out never reaches its dispose, and the daemon must not outlive it.
-  const proc = track(spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const proc = track(spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
   proc.stderr!.on('data', (chunk) => (output += chunk));
 
-  const ca = await readFile(join(dataDir, 'tls', 'cert.pem'), 'utf8');
-  const agent = new Agent({ connect: { ca }, keepAliveTimeout: 1000 });
   const deadline = Date.now() + 45_000;
   let url = '';
   while (!url) {
@@ -99,9 +145,13 @@ export async function startDaemon(options: StartOptions = {}): Promise<TestDaemo
     }
     if (!url) await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  // Read once the daemon is up: a new data directory of a database gets its certificate at start.
+  const ca = await readFile(join(dataDir, 'tls', 'cert.pem'), 'utf8');
+  const agent = new Agent({ connect: { ca }, keepAliveTimeout: 1000 });
 
   const daemon: TestDaemon = {
     dataDir,
+    databaseUrl,
     url,
     ca,
     proc,
@@ -151,7 +201,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<TestDaemo
     async restart(extraArgs) {
       await daemon.kill();
       const port = Number(new URL(url).port);
-      return startDaemon({ ...options, dataDir, port, args: [...(options.args ?? []), ...(extraArgs ?? [])] });
+      return startDaemon({ ...options, dataDir, port, databaseUrl, args: [...(options.args ?? []), ...(extraArgs ?? [])] });
     },
     async dispose() {
       await daemon.kill();

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, jwtSecretOf, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, createUser, putSettings } from './helpers.js';
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -16,7 +16,7 @@ describe('login, JWTs and users', () => {
 
   beforeAll(async () => {
     ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
-    secret = new TextEncoder().encode((await readFile(join(daemon.dataDir, 'jwt-secret'), 'utf8')).trim());
+    secret = new TextEncoder().encode(await jwtSecretOf(daemon));
   });
   afterAll(async () => {
     await daemon?.dispose();

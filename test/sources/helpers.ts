@@ -85,6 +85,7 @@ interface JournalOp {
 export async function outboxEvents(daemon: TestDaemon): Promise<OutboxEvent[]> {
   const adminId = probed.get(daemon);
   if (adminId === undefined) throw new Error('outboxEvents needs attachProbe(daemon, admin) before the customers are created');
+  if (daemon.databaseUrl) return databaseEvents(daemon.databaseUrl);
   const journals = (await readdir(daemon.dataDir))
     .map((name) => /^journal-(\d+)\.jsonl$/.exec(name))
     .filter((match): match is RegExpExecArray => match !== null)
@@ -110,6 +111,23 @@ export async function outboxEvents(daemon: TestDaemon): Promise<OutboxEvent[]> {
     }
   }
   return events;
+}
+
+/** The same from PostgreSQL: events with a delivery that is not a manual send, in commit order. */
+async function databaseEvents(databaseUrl: string): Promise<OutboxEvent[]> {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string; event: string; owner_id: string | null; data: Record<string, unknown>; timestamp: string }>(
+      `SELECT e.id, e.event, e.owner_id, e.data, e."timestamp" FROM events e
+        WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.manual IS NOT TRUE)
+        ORDER BY e.xmin::text::bigint, e."timestamp"`,
+    );
+    return rows.map((r) => ({ id: r.id, event: r.event, owner_id: r.owner_id === null ? null : Number(r.owner_id), data: r.data, timestamp: r.timestamp }));
+  } finally {
+    await client.end();
+  }
 }
 
 /**

@@ -215,14 +215,23 @@ describe('default subscription without a mark', () => {
       const oldSite = await createSite(daemon, cust.token, { domain: 'old-site.example', subscription_id: oldest.id });
       await createSite(daemon, cust.token, { domain: 'new-site.example', subscription_id: newer.id });
 
-      // A store written without the mark (an older version, or edited by hand while stopped).
+      // A store written without the mark (an older version, or edited by hand while stopped):
+      // the JSON store's file here (the PostgreSQL store gets the same state by SQL).
       // Stopped cleanly, the store has folded its journal into store.json.
       expect(await daemon.stop()).toBe(0);
-      const file = join(daemon.dataDir, 'store.json');
-      const store = JSON.parse(await readFile(file, 'utf8'));
-      for (const s of store.subscriptions) s.is_default = false;
-      await writeFile(file, JSON.stringify(store));
-      daemon = await startDaemon({ dataDir: daemon.dataDir });
+      if (daemon.databaseUrl) {
+        const pg = (await import('pg')).default;
+        const client = new pg.Client({ connectionString: daemon.databaseUrl });
+        await client.connect();
+        await client.query('UPDATE subscriptions SET is_default = false');
+        await client.end();
+      } else {
+        const file = join(daemon.dataDir, 'store.json');
+        const store = JSON.parse(await readFile(file, 'utf8'));
+        for (const s of store.subscriptions) s.is_default = false;
+        await writeFile(file, JSON.stringify(store));
+      }
+      daemon = await startDaemon({ dataDir: daemon.dataDir, databaseUrl: daemon.databaseUrl });
 
       const token = await daemon.login('old@example.com', 'customer-password-1');
       const res = await daemon.request('GET', '/sites', { token });

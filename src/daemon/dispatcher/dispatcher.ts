@@ -128,6 +128,12 @@ export class Dispatcher {
   #unsubscribe: () => void = () => undefined;
 
   readonly #listeners = new Set<EntryListener>();
+  /**
+   * Entries already passed on, when the feed is not synchronous (PostgreSQL's): this daemon's own
+   * come both from its batch and, a moment before or after, from the database's notification.
+   * At most the last few thousand ids.
+   */
+  readonly #told = new Set<number>();
   /** Told of this daemon's own attempts once recorded (log lines, auto-disable). */
   readonly #attemptListeners = new Set<(entry: DeliveryLogEntry) => void>();
   readonly #waiters = new Map<string, Waiter>();
@@ -178,6 +184,8 @@ export class Dispatcher {
     await this.#loop;
     await Promise.allSettled([...this.#jobs.values()]);
     await this.#flush();
+    // The entries of the last attempts reach the open streams before those are ended.
+    await this.#entryChain;
     this.#unsubscribe();
     await this.#sender.close();
   }
@@ -476,6 +484,9 @@ export class Dispatcher {
           return appended;
         });
         for (const item of batch) item.recorded();
+        // With a feed that is not synchronous, this daemon's own entries reach its streams and
+        // waiters at once, not after the database's notification (which may come after a stop).
+        if (!this.#store.changes.synchronous) for (const entry of logged) this.#onLogged(entry);
         for (const entry of logged) {
           for (const listener of this.#attemptListeners) {
             try {
@@ -505,6 +516,11 @@ export class Dispatcher {
   // --- log entries (any daemon's) -------------------------------------------------------
 
   #onLogged(entry: DeliveryLogEntry): void {
+    if (!this.#store.changes.synchronous) {
+      if (this.#told.has(entry.id)) return;
+      this.#told.add(entry.id);
+      if (this.#told.size > 5_000) for (const id of [...this.#told].slice(0, 2_500)) this.#told.delete(id);
+    }
     if (entry.attempt === 1) this.#settleWaiter(entry.delivery_id, entry, null);
     if (this.#listeners.size === 0) return;
     this.#entryChain = this.#entryChain

@@ -14,6 +14,12 @@ export async function privateTargetsAllowed(app: FastifyInstance): Promise<boole
   return app.daemon.allowPrivateWebhooks === true || app.settings.current().webhook_allow_private_networks;
 }
 
+/** PANELCTL_CLAIM_LEASE_MS, at least 2 s; unset or unusable: the default (60 s). */
+export function leaseFromEnv(value: string | undefined): number | undefined {
+  const ms = Number(value);
+  return Number.isSafeInteger(ms) && ms >= 2_000 ? ms : undefined;
+}
+
 export default fp(
   async function dispatcherPlugin(app: FastifyInstance) {
     const listenHub = new ListenHub();
@@ -25,6 +31,9 @@ export default fp(
       sender: new WebhookSender({ ca: app.daemon.webhookCa, local: listenHub }),
       allowPrivate: () => privateTargetsAllowed(app),
       log: app.log,
+      // How long a claimed delivery stays this daemon's: after a crash, another daemon of the
+      // database makes it once the lease ends. It must exceed an attempt (10 s) with room.
+      leaseMs: leaseFromEnv(process.env.PANELCTL_CLAIM_LEASE_MS),
     });
     app.decorate('dispatcher', dispatcher);
     // A log line per attempt this daemon made, and the auto-disable, once it is recorded.

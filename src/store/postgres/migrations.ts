@@ -83,6 +83,8 @@ CREATE TABLE webhooks (
   secret text NOT NULL,
   events text NOT NULL,
   active boolean NOT NULL,
+  signature text,
+  health_reset_at text,
   created_at text NOT NULL,
   updated_at text NOT NULL
 );
@@ -190,7 +192,8 @@ CREATE TABLE delivery_log (
   delivery_id text NOT NULL,
   endpoint_id bigint NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
   event text NOT NULL,
-  payload jsonb,
+  -- json, not jsonb: the payload keeps its key order, so a redelivery sends the same bytes.
+  payload json,
   attempt integer NOT NULL,
   status_code integer NOT NULL,
   response text NOT NULL,

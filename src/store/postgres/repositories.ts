@@ -501,7 +501,7 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const { rows } = await db.query(
         `WITH ins AS (
            INSERT INTO delivery_log (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra)
-           SELECT u.delivery_id, u.endpoint_id, u.event, u.payload::jsonb, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
+           SELECT u.delivery_id, u.endpoint_id, u.event, u.payload::json, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
                   u.created_at, u.request_headers::jsonb, u.extra::jsonb
            FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::boolean[], $9::float8[], $10::text[], $11::text[], $12::text[])
              WITH ORDINALITY AS u (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
