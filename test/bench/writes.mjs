@@ -112,9 +112,9 @@ export async function postSites(url, ca, key, subscriptionId, seconds, clients =
 }
 
 /** Keeps request limits on but out of the way, and makes an API key for the seeded customer. */
-export async function prepareWriter(daemon, ca) {
+export async function prepareWriter(daemon, ca, settings = { rate_limit_mode: 'both', rate_limit_user_per_minute: 1_000_000 }) {
   const admin = await login(daemon.url, ca);
-  await admin.call('PUT', '/admin/settings', { rate_limit_mode: 'both', rate_limit_user_per_minute: 1_000_000 });
+  await admin.call('PUT', '/admin/settings', settings);
   // The customer's own key: POST /sites as an integrator would.
   const { token } = await client(daemon.url, ca).call('POST', '/auth/login', { email: 'writer@example.com', password: WRITER_PASSWORD });
   const { key } = await client(daemon.url, ca, token).call('POST', '/auth/api-keys', { name: 'writer' });
@@ -122,7 +122,7 @@ export async function prepareWriter(daemon, ca) {
 }
 
 /** The JSON store rows of the write benchmark. */
-export async function benchWritesJson({ sizes = [1_000, 10_000, 50_000], seconds = 10, log = () => undefined } = {}) {
+export async function benchWritesJson({ sizes = [1_000, 10_000, 50_000], seconds = 10, log = () => undefined, settings } = {}) {
   const rows = [];
   for (const sites of sizes) {
     const dataDir = await makeDataDir();
@@ -133,7 +133,7 @@ export async function benchWritesJson({ sizes = [1_000, 10_000, 50_000], seconds
       const daemon = await startDaemon(dataDir);
       try {
         const tls = await tlsOf(dataDir);
-        const key = await prepareWriter(daemon, tls.cert);
+        const key = await prepareWriter(daemon, tls.cert, settings);
         await postSites(daemon.url, tls.cert, key, subscriptionId, 2, WRITE_CLIENTS, 'warm');
         const run = await postSites(daemon.url, tls.cert, key, subscriptionId, seconds);
         rows.push({ store: 'json', sites, ...run, fsyncs, bytes: await dirBytes(dataDir) });

@@ -1,0 +1,119 @@
+// PostgreSQL benchmarks: POST /sites writes at 1,000 and 50,000 sites, and dispatch with one and
+// with two daemons on one database, on a throwaway cluster with the server's durable defaults
+// (fsync on, synchronous_commit on). Runs under vite-node (`npm run bench`), which lets it use
+// the tests' cluster helper. Loopback only.
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDatabase, findPgBin, startCluster } from '../helpers/postgres.ts';
+import { ADMIN_PASSWORD, BIN, ROOT, login, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
+import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
+
+/** A data directory initialised on `url` (schema and first admin in the database). */
+async function makePgDataDir(url) {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-bench-'));
+  const result = spawnSync(process.execPath, [BIN, 'init', '--data-dir', dir, '--database-url', url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+  if (result.status !== 0) throw new Error(`init --database-url failed: ${result.stderr}`);
+  return dir;
+}
+
+/** A further daemon's data directory: nothing but the directory (the daemon makes its certificate). */
+async function emptyDir() {
+  return mkdtemp(join(tmpdir(), 'panelctl-bench-'));
+}
+
+export async function withCluster(fn) {
+  const bin = findPgBin();
+  if (!bin) throw new Error('PostgreSQL benchmarks need initdb (apt-get install postgresql)');
+  const cluster = await startCluster(bin, { durable: true });
+  try {
+    return await fn(cluster.adminUrl);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], seconds = 10, log = () => undefined, settings } = {}) {
+  const { PostgresStore } = await import(join(ROOT, 'dist/store/postgres/postgres-store.js'));
+  const rows = [];
+  for (const sites of sizes) {
+    const url = await createDatabase(adminUrl, `bench_writes_${sites}`);
+    const dataDir = await makePgDataDir(url);
+    try {
+      log(`writes postgres ${sites}: seeding…`);
+      const store = await PostgresStore.open(url);
+      const { subscriptionId } = await seedStore(store, sites);
+      await store.close();
+      const daemon = await startDaemon(dataDir, { env: { PANELCTL_DATABASE_URL: url } });
+      try {
+        const tls = await tlsOf(dataDir);
+        const key = await prepareWriter(daemon, tls.cert, settings);
+        await postSites(daemon.url, tls.cert, key, subscriptionId, 2, WRITE_CLIENTS, 'warm');
+        const run = await postSites(daemon.url, tls.cert, key, subscriptionId, seconds);
+        rows.push({ store: 'postgres', sites, ...run, fsyncs: await fsyncRate(dataDir) });
+        log(`writes postgres ${sites}: ${Math.round(run.writes)}/s p50 ${run.p50.toFixed(1)} ms p99 ${run.p99.toFixed(1)} ms`);
+      } finally {
+        await stopDaemon(daemon);
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }
+  return rows;
+}
+
+/**
+ * Dispatch on PostgreSQL: `events` events to `endpoints` endpoints, published through every
+ * daemon in turn, with one daemon and then with two on the same database (rounds alternate).
+ */
+export async function benchDispatchPostgres(adminUrl, { events, endpoints, rounds, log = () => undefined, settings }) {
+  const url = await createDatabase(adminUrl, 'bench_dispatch');
+  const firstDir = await makePgDataDir(url);
+  const secondDir = await emptyDir();
+  const tls = await tlsOf(firstDir);
+  const receiver = await startReceiver(tls);
+  const env = { PANELCTL_DATABASE_URL: url, NODE_EXTRA_CA_CERTS: join(firstDir, 'tls/cert.pem') };
+  const first = await startDaemon(firstDir, { env });
+  let second = null;
+  try {
+    const admin = await login(first.url, tls.cert);
+    await admin.call('PUT', '/admin/settings', settings);
+    for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
+    const { key } = await admin.call('POST', '/auth/api-keys', { name: 'publisher' });
+    const run = async (daemons) => {
+      // Both daemons trust the first's certificate only for their own answers: each publisher
+      // speaks to its daemon with that daemon's certificate.
+      const publishers = await Promise.all(daemons.map(async (d) => (await login(d.url, (await tlsOf(d.dir)).cert)).withToken(key)));
+      receiver.reset();
+      const expected = events * endpoints;
+      const start = performance.now();
+      const done = receiver.waitFor(expected);
+      await pool(events, 32, (i) => publishers[i % publishers.length].call('POST', '/admin/events', { event: 'site.created', data: { site_id: i + 1, domain: `e${i}.example.com` } }));
+      const end = await done;
+      return expected / ((end - start) / 1000);
+    };
+    first.dir = firstDir;
+    const one = [];
+    const two = [];
+    for (let round = 0; round < rounds; round++) {
+      log(`dispatch postgres: one daemon (round ${round + 1})…`);
+      if (second) {
+        await stopDaemon(second);
+        second = null;
+      }
+      one.push(await run([first]));
+      log(`dispatch postgres: two daemons (round ${round + 1})…`);
+      second = await startDaemon(secondDir, { env });
+      second.dir = secondDir;
+      two.push(await run([first, second]));
+    }
+    return { one: median(one), two: median(two), ratio: median(two) / median(one), rounds: one.map((r, i) => [r, two[i]]) };
+  } finally {
+    if (second) await stopDaemon(second);
+    await stopDaemon(first);
+    await receiver.close();
+    await rm(firstDir, { recursive: true, force: true });
+    await rm(secondDir, { recursive: true, force: true });
+  }
+}
