@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /** The test files that start daemons and run again with every daemon on PostgreSQL. */
-const ON_POSTGRES = ['test/identity/**/*.test.ts', 'test/sources/sites.test.ts', 'test/sources/subscriptions.test.ts', 'test/dispatcher/**/*.test.ts'];
+const ON_POSTGRES = ['test/identity/**/*.test.ts', 'test/sources/sites.test.ts', 'test/sources/subscriptions.test.ts', 'test/sources/concurrency.test.ts', 'test/dispatcher/**/*.test.ts'];
 
 // Tests drive the built daemon and CLI as child processes, so `npm test` builds first.
 export default defineConfig({

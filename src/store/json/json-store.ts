@@ -84,6 +84,8 @@ interface JournalLine {
 
 const JOURNAL = /^journal-(\d+)\.jsonl$/;
 const COMPACT_AFTER_BYTES = 16 * 1024 * 1024;
+/** How long soft changes (request windows, key uses) may wait for their journal line. */
+const SOFT_FLUSH_MS = 1_000;
 
 /** One transaction at a time; `lock` resolves when it is the caller's turn. */
 class Mutex {
@@ -157,6 +159,9 @@ export class JsonStore implements Store {
   #compacting: Promise<void> | null = null;
   #compactFailedAt = 0;
   readonly #touched = new Set<number>();
+  /** Soft changes waiting for their journal line (see #applyNow), by record. */
+  readonly #soft = new Map<string, Op>();
+  #softTimer: NodeJS.Timeout | null = null;
   #usageTimer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -290,6 +295,7 @@ export class JsonStore implements Store {
 
   async flush(): Promise<void> {
     await this.#flushUses();
+    this.#flushSoft();
     await this.#journal.idle();
     await this.#recovering;
   }
@@ -317,14 +323,31 @@ export class JsonStore implements Store {
     return this.#inTransaction(async (writer) => change(writer));
   }
 
-  /** Soft state (request windows): applied and published at once, written without fsync or waiting. */
+  /**
+   * Soft state (request windows, key uses): applied and published at once; written without
+   * fsync, in one journal line a second at most (the latest value of each record), so a request
+   * counted by the limiter costs no write of its own. A crash forgets at most that second.
+   */
   async #applyNow<T>(change: (writer: Writer) => T): Promise<T> {
     this.#assertOpen();
     const writer = new Writer(this.#state);
     const result = change(writer);
-    if (writer.ops.length && !this.#failing) this.#append({ s: ++this.#seq, o: writer.ops }, false).catch(() => undefined);
+    for (const op of writer.ops) this.#soft.set(op.t === 'settings' || op.t === 'enqueue' ? `${op.t}:${this.#soft.size}` : `${op.t}:${op.k}`, op);
+    if (this.#soft.size > 0 && !this.#softTimer && !this.#closed) {
+      this.#softTimer = setTimeout(() => this.#flushSoft(), SOFT_FLUSH_MS);
+      this.#softTimer.unref();
+    }
     this.changes.publish(writer.changes);
     return result;
+  }
+
+  #flushSoft(): void {
+    if (this.#softTimer) clearTimeout(this.#softTimer);
+    this.#softTimer = null;
+    if (this.#soft.size === 0 || this.#failing) return;
+    const ops = [...this.#soft.values()];
+    this.#soft.clear();
+    this.#append({ s: ++this.#seq, o: ops }, false).catch(() => undefined);
   }
 
   async #inTransaction<T>(body: (writer: Writer) => Promise<T>): Promise<T> {

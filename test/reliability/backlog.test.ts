@@ -1,0 +1,74 @@
+// A large backlog costs bounded memory and start-up time: 100,000 pending deliveries (not yet
+// due, so nothing is sent) in the JSON store. The bounds are those of 400,000 (400 MB, 3 s to
+// healthy, measured by `npm run bench`) scaled to a quarter, with room for a busy machine.
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/factory.js';
+import { makeDataDir, initDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+
+const PENDING = 100_000;
+const PER_EVENT = 100;
+
+async function peakRssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+describe('a backlog of 100,000 pending deliveries', () => {
+  let daemon: TestDaemon | undefined;
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  it('starts to a healthy answer with bounded memory, and stops with everything still pending', { timeout: 180_000 }, async () => {
+    const dataDir = await makeDataDir();
+    await initDataDir(dataDir);
+    const store = await openStore({ dataDir });
+    const now = new Date().toISOString();
+    const hooks: Array<{ id: number }> = [];
+    for (let i = 0; i < PER_EVENT; i++) {
+      hooks.push(await store.webhooks.insert({ user_id: 1, url: `https://hook-${i}.example.com/in`, secret: `s${i}`, events: '*', active: true, created_at: now, updated_at: now }));
+    }
+    const due = Date.now() + 24 * 3600_000;
+    for (let e = 0; e < PENDING / PER_EVENT; e += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, (_, j) => {
+          const body = JSON.stringify({ event: 'site.created', timestamp: now, data: { site_id: e + j + 1, domain: `site-${e + j}.example.com` } });
+          const deliveries = hooks.map((hook) => ({
+            id: randomUUID(),
+            endpoint_id: hook.id,
+            owner_id: 1,
+            event: 'site.created',
+            body,
+            state: 'pending' as const,
+            attempts: 0,
+            next_attempt_at: due,
+            created_at: now,
+          }));
+          return store.outbox.enqueue({ id: randomUUID(), event: 'site.created', owner_id: null, data: {}, timestamp: now }, deliveries);
+        }),
+      );
+    }
+    expect(await store.outbox.pendingCount()).toBe(PENDING);
+    await store.close();
+
+    const started = Date.now();
+    daemon = await startDaemon({ dataDir });
+    const admin = await daemon.login();
+    const health = await daemon.request('GET', '/health', { token: admin });
+    const startMs = Date.now() - started;
+    expect(health.status).toBe(200);
+    expect(health.body.data.detail.pending_deliveries).toBe(PENDING);
+    const rss = await peakRssMb(daemon.proc.pid!);
+    console.log(`backlog ${PENDING}: healthy after ${startMs} ms, peak RSS ${rss.toFixed(0)} MB`);
+    expect(rss).toBeLessThan(250);
+    // The start as seen from outside (a node process, the CLI, TLS): generous for a busy machine.
+    expect(startMs).toBeLessThan(10_000);
+
+    expect(await daemon.stop()).toBe(0);
+    const after = await openStore({ dataDir, readOnly: true });
+    expect(await after.outbox.pendingCount()).toBe(PENDING);
+    await after.close();
+  });
+});
