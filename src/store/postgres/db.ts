@@ -73,7 +73,22 @@ export class ClientDb implements Db {
  * BEGIN on a pooled client, `fn`, COMMIT; ROLLBACK and rethrow (unchanged: it may be the
  * caller's own error) when `fn` throws. Driver errors reach here already mapped by `query`.
  */
+/**
+ * Runs `fn` in a transaction; one the server chose as a deadlock victim (40P01) or refused for a
+ * serialization failure (40001) is run again, a few times: it changed nothing.
+ */
 export async function withTransaction<T>(pool: pg.Pool, fn: (db: ClientDb) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transactionOnce(pool, fn);
+    } catch (error) {
+      const code = ((error as { cause?: { code?: unknown } }).cause ?? (error as { code?: unknown }))?.code;
+      if ((code !== '40P01' && code !== '40001') || attempt >= 4) throw error;
+    }
+  }
+}
+
+async function transactionOnce<T>(pool: pg.Pool, fn: (db: ClientDb) => Promise<T>): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();

@@ -534,13 +534,18 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       );
       const touched = [...new Set(entries.map((e) => e.endpoint_id))];
       // Keep the newest entries of the endpoints written to: the index walks LOG_RETENTION rows each.
+      // Rows another daemon is pruning at the same moment are skipped, not waited for (two
+      // pruners locking one endpoint's rows in different orders would deadlock); the next append
+      // prunes what is left.
       await db.query(
-        `DELETE FROM delivery_log d USING (
-           SELECT e AS endpoint_id,
-                  (SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1) AS oldest_kept
-           FROM unnest($1::bigint[]) AS e
-         ) k
-         WHERE d.endpoint_id = k.endpoint_id AND d.id < k.oldest_kept`,
+        `DELETE FROM delivery_log WHERE id IN (
+           SELECT d.id FROM delivery_log d JOIN (
+             SELECT e AS endpoint_id,
+                    (SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1) AS oldest_kept
+             FROM unnest($1::bigint[]) AS e
+           ) k ON d.endpoint_id = k.endpoint_id AND d.id < k.oldest_kept
+           FOR UPDATE OF d SKIP LOCKED
+         )`,
         [touched],
       );
       const inserted = rows.map(toLogEntry);
