@@ -368,6 +368,8 @@ export class JsonStore implements Store {
       this.changes.publish(writer.changes);
       return result;
     }
+    // Soft changes made before this one go with it (any later write takes them along).
+    this.#flushSoft();
     writer.seq = ++this.#seq;
     this.#unsettled.push(writer);
     const written = this.#append({ s: writer.seq, o: writer.ops }, writer.durable);
