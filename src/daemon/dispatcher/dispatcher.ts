@@ -367,6 +367,9 @@ export class Dispatcher {
   // --- attempts -------------------------------------------------------------------------
 
   #launch(delivery: DeliveryRecord): void {
+    // Claimed again while this daemon's attempt is still going (its lease ended first, on a slow
+    // machine or receiver): that attempt records the outcome; a second one would send it twice.
+    if (this.#jobs.has(delivery.id)) return;
     const endpointId = delivery.endpoint_id;
     const ownerId = delivery.owner_id;
     this.#active++;
