@@ -17,6 +17,9 @@ export default defineConfig({
     maxWorkers: 3,
     minWorkers: 1,
     reporters: ['default'],
+    // The JSON store refuses a write through its own methods inside a transaction (which would
+    // otherwise wait for itself): a check that costs every request, so only tests turn it on.
+    env: { PANELCTL_STORE_CHECKS: '1' },
     // Every child a test starts is ended with its test or file (setup.ts); the leak check fails the
     // run if one outlived the suite anyway. It comes first: teardowns run in reverse order, so it
     // checks after the PostgreSQL cluster (started with the run's mark) was stopped.
@@ -36,7 +39,7 @@ export default defineConfig({
           exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**', 'test/dispatcher/two-daemons.test.ts'],
           // Leases a little over an attempt's 10 s: a daemon restarted in a test makes what the
           // killed one held without waiting the default minute.
-          env: { PANELCTL_TEST_STORE: 'postgres', PANELCTL_CLAIM_LEASE_MS: '12000' },
+          env: { PANELCTL_STORE_CHECKS: '1', PANELCTL_TEST_STORE: 'postgres', PANELCTL_CLAIM_LEASE_MS: '12000' },
         },
       },
     ],

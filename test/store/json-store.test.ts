@@ -285,6 +285,15 @@ describe('JSON store files', () => {
     expect(() => migrate({ schema_version: SCHEMA_VERSION + 1 })).toThrow(/newer/);
   });
 
+  it('under PANELCTL_STORE_CHECKS (set for the suite), a write through the store inside its own transaction fails at once instead of waiting for itself', async () => {
+    expect(process.env.PANELCTL_STORE_CHECKS).toBe('1');
+    const store = await JsonStore.open(await tempLayout(), { create: true });
+    await expect(store.transaction(async () => store.users.insert(userRecord('nested@example.test')))).rejects.toThrow(/inside a transaction/);
+    await expect(store.transaction(async () => store.transaction(async () => 1))).rejects.toThrow(/inside a transaction/);
+    expect(await store.users.byEmail('nested@example.test')).toBeUndefined();
+    await store.close();
+  });
+
   it('files are 0600', async () => {
     const paths = await tempLayout();
     const store = await JsonStore.open(paths, { create: true });

@@ -47,8 +47,21 @@ async function resolveApiKey(app: FastifyInstance, credential: string, now: numb
   return { principal: { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id }, expiresAt };
 }
 
-/** Records a key's use without holding the request: the store may batch it, and a failure only costs `last_used_at`. */
+/** The second each key's use was last recorded by this daemon, per app. */
+const lastTouched = new WeakMap<FastifyInstance, Map<number, number>>();
+
+/**
+ * Records a key's use without holding the request: the store may batch it, and a failure only
+ * costs `last_used_at`. `last_used_at` is kept to the second, so a key already recorded in this
+ * second is not passed on again (a script's key is used thousands of times a second).
+ */
 function touchKey(app: FastifyInstance, keyId: number, now: number): void {
+  const second = Math.floor(now / 1000);
+  let seen = lastTouched.get(app);
+  if (!seen) lastTouched.set(app, (seen = new Map()));
+  if (seen.get(keyId) === second) return;
+  if (seen.size >= 10_000) seen.clear();
+  seen.set(keyId, second);
   app.store.apiKeys.touch(keyId, now).catch((error: unknown) => app.log.warn({ err: error, key_id: keyId }, 'API key use could not be recorded'));
 }
 
