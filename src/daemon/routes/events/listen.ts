@@ -5,7 +5,6 @@
 // POST /events/listen/:session/results, and the attempt is logged like any other. The
 // endpoint is removed when the stream ends; ones left by a daemon that died are removed at start.
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { OutgoingHttpHeaders } from 'node:http';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
@@ -13,6 +12,7 @@ import { EnvelopeOf, SECURITY as security, errorResponses, ok } from '../../../s
 import { normaliseEventList } from '../../../shared/events.js';
 import { LISTEN_SCHEME, listenUrl } from '../../dispatcher/listen-hub.js';
 import { principalOf } from '../../plugins/auth.js';
+import { openEventStream } from '../event-stream.js';
 import { KEEPALIVE_MS } from '../webhooks/stream.js';
 
 const ListenQuery = Type.Object(
@@ -97,15 +97,7 @@ export default async function listenRoutes(app: FastifyInstance) {
         updated_at: now,
       });
 
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        ...(reply.getHeaders() as OutgoingHttpHeaders),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
+      const res = openEventStream(reply);
       let ending: Promise<void> | null = null;
       const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
       keepalive.unref();
@@ -128,7 +120,6 @@ export default async function listenRoutes(app: FastifyInstance) {
           if (!res.writableEnded) res.write(frame);
         },
       });
-      res.write(': connected\n\n');
       res.write(`event: session\ndata: ${JSON.stringify({ session_id: sessionId, endpoint_id: endpoint.id, secret, events: events.value })}\n\n`);
       res.on('close', () => void end());
       res.on('error', () => void end());

@@ -4,7 +4,6 @@
 // a reconnect with Last-Event-ID first gets the entries it missed from the store's log. Changes
 // the daemon made to an endpoint by itself (the auto-disable) come as `event: endpoint`, without
 // an id. Streams end when the daemon closes, so they never hold a shutdown open.
-import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { SECURITY as security, errorResponses } from '../../../shared/envelope.js';
@@ -12,6 +11,7 @@ import { StreamQuery } from '../../../shared/api/webhooks.js';
 import type { DeliveryLogEntry } from '../../../store/types.js';
 import type { EndpointNotice } from '../../dispatcher/attempt-report.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
+import { openEventStream } from '../event-stream.js';
 
 export const KEEPALIVE_MS = 15_000;
 /** A client this far behind is cut off rather than buffered for without bound. */
@@ -59,16 +59,7 @@ export default async function streamRoutes(app: FastifyInstance) {
       const wanted = (entry: DeliveryLogEntry, ownerId: number | null) =>
         endpointId !== undefined ? entry.endpoint_id === endpointId : seesAll || ownerId === principal.userId;
 
-      reply.hijack();
-      const res = reply.raw;
-      // Headers hooks already set (the limiter's X-RateLimit-*) go out too: hijack bypasses reply.send.
-      res.writeHead(200, {
-        ...(reply.getHeaders() as OutgoingHttpHeaders),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
+      const res = openEventStream(reply);
       let ended = false;
       let unsubscribe = () => {};
       let keepalive: NodeJS.Timeout | undefined;
@@ -85,7 +76,6 @@ export default async function streamRoutes(app: FastifyInstance) {
         res.write(text);
         if (res.writableLength > MAX_BUFFERED_BYTES) end();
       };
-      write(': connected\n\n');
       const lastEventId = Number(request.headers['last-event-id']);
       // Live entries that arrive while the missed ones are read wait, so the order holds and
       // none is sent twice.
