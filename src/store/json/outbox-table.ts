@@ -2,7 +2,7 @@
 // endpoint, owner, attempts, when due) pointing at its event's shared part (body, event name,
 // creation time), so an event sent to 200 endpoints holds its body and strings once, and a
 // DeliveryRecord is made only when one leaves the store (claimed, looked up). The snapshot
-// writes them the same way: per event, its shared part once and one short tuple per delivery.
+// writes them the same way: per event, its shared part once and the deliveries by column.
 import type { DeliveryRecord } from '../types.js';
 
 /** What the deliveries of one event share. */
@@ -48,16 +48,30 @@ export class Pending {
   }
 }
 
-/** A delivery in the snapshot: [id, endpoint_id, owner_id, attempts, next_attempt_at]. */
-export type PendingTuple = [string, number, number | null, number, number];
+/** A column of the snapshot: one value per delivery, or one value for all when they agree. */
+type Column<T> = T | T[];
 
-/** The deliveries of one event in the snapshot. */
+/**
+ * The deliveries of one event in the snapshot, by column: parsing makes the id strings and a
+ * few arrays, not an object per delivery (at 400,000 that garbage was most of the start-up).
+ */
 export interface PendingSnapshotGroup {
   body: string;
   event: string;
   created_at: string;
   manual?: boolean;
-  d: PendingTuple[];
+  ids: string[];
+  endpoint: Column<number>;
+  owner: Column<number | null>;
+  attempts: Column<number>;
+  due: Column<number>;
+}
+
+const at = <T>(column: Column<T>, i: number): T => (Array.isArray(column) ? column[i] : column);
+
+function column<T>(entries: Pending[], value: (entry: Pending) => T): Column<T> {
+  const first = value(entries[0]);
+  return entries.every((entry) => value(entry) === first) ? first : entries.map(value);
 }
 
 /**
@@ -137,34 +151,43 @@ export class DeliveryTable {
   load(groups: PendingSnapshotGroup[]): void {
     for (const g of groups) {
       const group = new PendingGroup(g.body, g.event, g.created_at, g.manual);
-      for (const [id, endpointId, ownerId, attempts, nextAttemptAt] of g.d) {
-        this.#set(new Pending(id, endpointId, ownerId, attempts, nextAttemptAt, group), this.rows.get(id));
+      const { ids, endpoint, owner, attempts, due } = g;
+      for (let i = 0; i < ids.length; i++) {
+        this.#set(new Pending(ids[i], at(endpoint, i), at(owner, i), at(attempts, i), at(due, i), group), this.rows.get(ids[i]));
       }
     }
   }
 
   /** The snapshot's groups: deliveries sharing a group's fields written under it once. */
   snapshot(): PendingSnapshotGroup[] {
-    const byGroup = new Map<PendingGroup, PendingTuple[]>();
+    const byGroup = new Map<PendingGroup, Pending[]>();
     for (const entry of this.rows.values()) {
-      let tuples = byGroup.get(entry.group);
-      if (!tuples) byGroup.set(entry.group, (tuples = []));
-      tuples.push([entry.id, entry.endpoint_id, entry.owner_id, entry.attempts, entry.next_attempt_at]);
+      const entries = byGroup.get(entry.group);
+      if (entries) entries.push(entry);
+      else byGroup.set(entry.group, [entry]);
     }
     // Equal groups made apart (an undone delete, deliveries from an older layout) are merged.
-    const merged = new Map<string, PendingSnapshotGroup>();
-    for (const [group, tuples] of byGroup) {
+    const merged = new Map<string, { group: PendingGroup; entries: Pending[] }>();
+    for (const [group, entries] of byGroup) {
       const key = `${group.event}\n${group.created_at}\n${group.manual}\n${group.body}`;
       const into = merged.get(key);
-      if (into) {
-        for (const tuple of tuples) into.d.push(tuple);
-        continue;
-      }
-      const out: PendingSnapshotGroup = { body: group.body, event: group.event, created_at: group.created_at, d: tuples };
-      if (group.manual !== undefined) out.manual = group.manual;
-      merged.set(key, out);
+      if (into) for (const entry of entries) into.entries.push(entry);
+      else merged.set(key, { group, entries });
     }
-    return [...merged.values()];
+    return Array.from(merged.values(), ({ group, entries }) => {
+      const out: PendingSnapshotGroup = {
+        body: group.body,
+        event: group.event,
+        created_at: group.created_at,
+        ids: entries.map((e) => e.id),
+        endpoint: column(entries, (e) => e.endpoint_id),
+        owner: column(entries, (e) => e.owner_id),
+        attempts: column(entries, (e) => e.attempts),
+        due: column(entries, (e) => e.next_attempt_at),
+      };
+      if (group.manual !== undefined) out.manual = group.manual;
+      return out;
+    });
   }
 
   #set(entry: Pending, previous: Pending | undefined): void {

@@ -60,7 +60,7 @@ export interface Snapshot {
   deliveries?: DeliveryRecord[];
   /** Pending deliveries grouped by body, each a whole record (snapshots of schema 2). */
   outbox?: Array<{ body: string; d: Omit<DeliveryRecord, 'body'>[] }>;
-  /** Pending deliveries per event: its shared fields once, a short tuple per delivery (schema 3). */
+  /** Pending deliveries per event: its shared fields once, the deliveries by column (schema 3). */
   pending?: PendingSnapshotGroup[];
 }
 
