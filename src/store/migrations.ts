@@ -2,7 +2,7 @@
 // version; the store runs the missing ones at open and writes the result back.
 import type { Snapshot } from './json/state.js';
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export interface Migration {
   to: number;
@@ -13,6 +13,9 @@ export interface Migration {
 export const MIGRATIONS: Migration[] = [
   // 2: the write-ahead journal; the outbox moved from outbox.jsonl into the store (done at open).
   { to: 2, up: () => undefined },
+  // 3: pending deliveries as `pending` (per event, a tuple per delivery; read by State.load), so
+  // an older build refuses the store rather than opening it without its outbox.
+  { to: 3, up: () => undefined },
 ];
 
 export function emptyData(): Omit<Snapshot, 'journal_gen'> {

@@ -1,8 +1,9 @@
 // A large backlog costs bounded memory and start-up time: 100,000 pending deliveries (not yet
-// due, so nothing is sent) in the JSON store. The issue's goal (400 MB and 3 s to healthy at
-// 400,000, measured by `npm run bench`) is not met yet: 400,000 took 524 MB and 4.1 s, 100,000
-// about 260 MB. These bounds guard what holds today against growth (every pending delivery is
-// still a record in memory; see docs/decisions/store.md); they are not the goal.
+// due, so nothing is sent) in the JSON store. The issue's goal is 400 MB and 3 s to healthy at
+// 400,000 (measured by `npm run bench`: 250–280 MB). Scaled down: a daemon with an empty store
+// peaks near 130 MB, so 100,000 of the goal's 400,000 may add a quarter of the other 270 MB,
+// about 200 MB in all, with a tenth more for a busy machine. The start keeps its 10 s: alone it
+// took 2.6 s with a load average of 12 on 2 cores, but 7.9 s beside the rest of the suite.
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -64,8 +65,8 @@ describe('a backlog of 100,000 pending deliveries', () => {
     expect(health.body.data.detail.pending_deliveries).toBe(PENDING);
     const rss = await peakRssMb(daemon.proc.pid!);
     console.log(`backlog ${PENDING}: healthy after ${startMs} ms, peak RSS ${rss.toFixed(0)} MB`);
-    expect(rss).toBeLessThan(320);
-    // The start as seen from outside (a node process, the CLI, TLS): generous for a busy machine.
+    expect(rss).toBeLessThan(220);
+    // The start as seen from outside (a node process, the CLI, TLS, a login): generous for a busy machine.
     expect(startMs).toBeLessThan(10_000);
 
     expect(await daemon.stop()).toBe(0);

@@ -277,6 +277,74 @@ describe('JSON store files', () => {
     await expect(readFile(paths.outbox)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('opens a schema 2 store (whole delivery records): pending deliveries carried over, rewritten per event with the body once', async () => {
+    const paths = await tempLayout();
+    const body = '{"event":"site.created","data":{"site_id":7}}';
+    const testBody = '{"event":"webhook.test"}';
+    const old = (id: string, endpoint: number, extra: object = {}) => ({ id, endpoint_id: endpoint, owner_id: 1, event: 'site.created', state: 'pending', attempts: 0, next_attempt_at: 0, created_at: T0, ...extra });
+    const schema2 = {
+      schema_version: 2,
+      journal_gen: 1,
+      counters: { users: 1, webhooks: 3 },
+      users: [{ id: 1, ...userRecord('two@example.test') }],
+      webhooks: [1, 2, 3].map((id) => ({ id, user_id: 1, url: `https://h${id}.test/`, secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 })),
+      settings: {},
+      outbox: [
+        { body, d: [old('d1', 1), old('d2', 2, { attempts: 1, next_attempt_at: 5 })] },
+        { body: testBody, d: [old('d3', 3, { event: 'webhook.test', manual: true })] },
+      ],
+    };
+    const text = JSON.stringify(schema2);
+    await writeFile(paths.store, text);
+    const expected = (id: string, endpoint: number, extra: object = {}) => ({ ...old(id, endpoint, extra), body });
+    const d3 = { ...old('d3', 3, { event: 'webhook.test', manual: true }), body: testBody };
+
+    // A look without writing leaves the older file as it is.
+    const look = await JsonStore.open(paths, { readOnly: true });
+    expect(await look.outbox.get('d2')).toEqual(expected('d2', 2, { attempts: 1, next_attempt_at: 5 }));
+    await look.close();
+    expect(await readFile(paths.store, 'utf8')).toBe(text);
+
+    const store = await JsonStore.open(paths);
+    expect(await store.outbox.pendingCount()).toBe(3);
+    expect(await store.outbox.get('d1')).toEqual(expected('d1', 1));
+    expect(await store.outbox.get('d3')).toEqual(d3);
+    const claimed = await store.outbox.claim({ owner: 'a', now: 10, leaseMs: 1000, limit: 10, perEndpoint: 10 });
+    expect(claimed.map((d) => d.id).sort()).toEqual(['d1', 'd2', 'd3']);
+    expect(claimed.find((d) => d.id === 'd2')).toEqual(expected('d2', 2, { attempts: 1, next_attempt_at: 5 }));
+    await store.close();
+
+    const rewritten = await readFile(paths.store, 'utf8');
+    const snapshot = JSON.parse(rewritten);
+    expect(snapshot.schema_version).toBe(SCHEMA_VERSION);
+    expect(snapshot.outbox).toBeUndefined();
+    expect(rewritten.split('site_id').length - 1).toBe(1);
+    const reopened = await JsonStore.open(paths);
+    expect(await reopened.outbox.get('d1')).toEqual(expected('d1', 1));
+    expect(await reopened.outbox.get('d2')).toEqual(expected('d2', 2, { attempts: 1, next_attempt_at: 5 }));
+    expect(await reopened.outbox.get('d3')).toEqual(d3);
+    await reopened.close();
+  });
+
+  it('writes an event queued to many endpoints with its body once, in the journal and the snapshot', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    const user = await store.users.insert(userRecord('many@example.test'));
+    const hooks = [];
+    for (let i = 0; i < 20; i++) {
+      hooks.push(await store.webhooks.insert({ user_id: user.id, url: `https://m${i}.test/`, secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 }));
+    }
+    const body = JSON.stringify({ event: 'site.created', data: { marker: 'once-only' } });
+    const deliveries = hooks.map((hook, i) => ({ ...delivery(hook.id, user.id, 0), id: `many-${i}`, body }));
+    await store.outbox.enqueue(eventRecord(), deliveries);
+    expect((await journalText(paths)).split('once-only').length - 1).toBe(1);
+    await store.close();
+    expect((await readFile(paths.store, 'utf8')).split('once-only').length - 1).toBe(1);
+    const reopened = await JsonStore.open(paths);
+    for (const d of deliveries) expect(await reopened.outbox.get(d.id)).toEqual(d);
+    await reopened.close();
+  });
+
   it('runs migrations up to the current schema version and refuses newer documents', () => {
     const doc: Record<string, unknown> = { schema_version: 0, users: [{ id: 1 }] };
     const changed = migrate(doc, [{ to: 1, up: (d) => void ((d.users as Array<Record<string, unknown>>)[0].migrated = true) }], 1);

@@ -246,6 +246,8 @@ export class JsonStore implements Store {
     const snapshotFile = new Low<string | null>(new SnapshotAdapter(paths.store, ops), null);
     await snapshotFile.read();
     const text = snapshotFile.data;
+    // Not kept: the snapshot's text is as large as the store (tens of MB with a big backlog).
+    snapshotFile.data = null;
     if (text === null && !options.create) throw new StoreCorruptError(paths.store, 'the file does not exist (run `panelctl init`)');
     let doc: Record<string, unknown> = {};
     if (text !== null) {
@@ -276,7 +278,8 @@ export class JsonStore implements Store {
     const snapshotGen = typeof doc.journal_gen === 'number' ? doc.journal_gen : 1;
     const { gen, seq } = await replayJournals(paths.root, snapshotGen, state, warn, !options.readOnly);
     const store = new JsonStore(state, paths, ops, snapshotFile, gen, seq, text?.length ?? 0, options);
-    if (rewrite) await store.#compactNow();
+    // Read-only: a migrated document stays in memory only (the daemon owning the files migrates them).
+    if (rewrite && !options.readOnly) await store.#compactNow();
     return store;
   }
 

@@ -4,12 +4,13 @@
 // is what an expired lease means. Claiming serves endpoints in turn, so one endpoint's backlog
 // does not hold back the others.
 import type { ClaimOptions } from '../store.js';
-import type { DeliveryRecord } from '../types.js';
+import type { Pending } from './outbox-table.js';
 
+/** Sets of entries, not maps by id: an entry is replaced on every change, so its identity is its key. */
 interface Lane {
   owner: number | null;
-  fresh: Map<string, DeliveryRecord>;
-  retries: Map<string, DeliveryRecord>;
+  fresh: Set<Pending>;
+  retries: Set<Pending>;
 }
 
 interface Lease {
@@ -23,20 +24,20 @@ export class OutboxLanes {
   readonly #leases = new Map<string, Lease>();
 
   /** Keeps the lanes in step with the deliveries table (put, delete, undo and replay alike). */
-  onChange = (previous: DeliveryRecord | undefined, next: DeliveryRecord | undefined): void => {
+  onChange = (previous: Pending | undefined, next: Pending | undefined): void => {
     if (previous) this.#remove(previous);
-    if (next && next.state === 'pending') this.#add(next);
+    if (next) this.#add(next);
     if (!next && previous) this.#leases.delete(previous.id);
   };
 
-  claim(options: ClaimOptions, lookup: (id: string) => DeliveryRecord | undefined): DeliveryRecord[] {
+  claim(options: ClaimOptions, lookup: (id: string) => Pending | undefined): Pending[] {
     const { now, limit } = options;
-    const taken: DeliveryRecord[] = [];
+    const taken: Pending[] = [];
     if (limit <= 0) return taken;
     if (options.ids) {
       for (const id of options.ids) {
         const delivery = lookup(id);
-        if (delivery && delivery.state === 'pending' && delivery.next_attempt_at <= now && this.#free(id, now)) taken.push(delivery);
+        if (delivery && delivery.next_attempt_at <= now && this.#free(id, now)) taken.push(delivery);
         if (taken.length >= limit) break;
       }
     } else {
@@ -62,7 +63,7 @@ export class OutboxLanes {
   }
 
   /** An endpoint's pending deliveries. */
-  ofEndpoint(endpointId: number): DeliveryRecord[] {
+  ofEndpoint(endpointId: number): Pending[] {
     const lane = this.#lanes.get(endpointId);
     return lane ? [...lane.retries.values(), ...lane.fresh.values()] : [];
   }
@@ -80,7 +81,7 @@ export class OutboxLanes {
     let next: number | null = null;
     for (const lane of this.#lanes.values()) {
       for (const map of [lane.retries, lane.fresh]) {
-        for (const delivery of map.values()) {
+        for (const delivery of map) {
           if (next === null || delivery.next_attempt_at < next) next = delivery.next_attempt_at;
           break;
         }
@@ -104,11 +105,11 @@ export class OutboxLanes {
    * order, which is due order for deliveries queued "now" and for retries (2 s after their
    * attempt); one queued for later is passed over, not waited for.
    */
-  #takeDue(lane: Lane, now: number, count: number, into: DeliveryRecord[]): void {
-    const due: DeliveryRecord[] = [];
+  #takeDue(lane: Lane, now: number, count: number, into: Pending[]): void {
+    const due: Pending[] = [];
     for (const map of [lane.retries, lane.fresh]) {
       let found = 0;
-      for (const delivery of map.values()) {
+      for (const delivery of map) {
         if (found >= count) break;
         if (delivery.next_attempt_at > now || !this.#free(delivery.id, now)) continue;
         due.push(delivery);
@@ -119,20 +120,20 @@ export class OutboxLanes {
     into.push(...due.slice(0, count));
   }
 
-  #add(delivery: DeliveryRecord): void {
+  #add(delivery: Pending): void {
     let lane = this.#lanes.get(delivery.endpoint_id);
     if (!lane) {
-      lane = { owner: delivery.owner_id ?? null, fresh: new Map(), retries: new Map() };
+      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set() };
       this.#lanes.set(delivery.endpoint_id, lane);
     }
-    (delivery.attempts > 0 ? lane.retries : lane.fresh).set(delivery.id, delivery);
+    (delivery.attempts > 0 ? lane.retries : lane.fresh).add(delivery);
   }
 
-  #remove(delivery: DeliveryRecord): void {
+  #remove(delivery: Pending): void {
     const lane = this.#lanes.get(delivery.endpoint_id);
     if (!lane) return;
-    lane.fresh.delete(delivery.id);
-    lane.retries.delete(delivery.id);
+    lane.fresh.delete(delivery);
+    lane.retries.delete(delivery);
     if (lane.fresh.size === 0 && lane.retries.size === 0) this.#lanes.delete(delivery.endpoint_id);
   }
 }

@@ -349,8 +349,8 @@ export class JsonRepositories implements Repositories {
           w.enqueue(deliveries);
           w.change({ kind: 'outbox' });
         }),
-      // Copies: delivery records are not frozen (there can be very many), so none leaves the store.
-      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.get(id)).map((d) => ({ ...d })),
+      // Records are made as deliveries leave the store; inside it they are compact entries.
+      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id)).map((d) => d.record()),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>
         run((w) => {
           const recorded: string[] = [];
@@ -374,10 +374,7 @@ export class JsonRepositories implements Repositories {
       },
       nextDueAt: async () => state.lanes.nextDueAt(),
       pendingCount: async () => state.deliveries.size,
-      get: async (id) => {
-        const found = state.deliveries.get(id);
-        return found && { ...found };
-      },
+      get: async (id) => state.deliveries.get(id),
     };
   }
 }

@@ -15,6 +15,7 @@ import type {
 } from '../types.js';
 import type { Change } from '../store.js';
 import { OutboxLanes } from './outbox-lanes.js';
+import { DeliveryTable, type PendingSnapshotGroup } from './outbox-table.js';
 import { Table } from './tables.js';
 
 export interface RevokedToken {
@@ -55,10 +56,12 @@ export interface Snapshot {
   revoked_tokens: RevokedToken[];
   limiter: LimiterRecord[];
   settings: Partial<Settings>;
-  /** Pending deliveries (older snapshots); new ones are written grouped, as `outbox`. */
+  /** Pending deliveries (older snapshots); new ones are written grouped, as `pending`. */
   deliveries?: DeliveryRecord[];
-  /** Pending deliveries grouped by body: an event's payload once, not once per endpoint. */
+  /** Pending deliveries grouped by body, each a whole record (snapshots of schema 2). */
   outbox?: Array<{ body: string; d: Omit<DeliveryRecord, 'body'>[] }>;
+  /** Pending deliveries per event: its shared fields once, the deliveries by column (schema 3). */
+  pending?: PendingSnapshotGroup[];
 }
 
 export const lower = (s: string) => s.toLowerCase();
@@ -75,7 +78,7 @@ export class State {
   readonly revoked_tokens = new Table<RevokedToken, string>((t) => t.jti);
   readonly limiter = new Table<LimiterRecord, string>((r) => r.key);
   // Indexed per endpoint by the lanes (see OutboxLanes.ofEndpoint), not by the table.
-  readonly deliveries = new Table<DeliveryRecord, string>((d) => d.id, false);
+  readonly deliveries = new DeliveryTable();
   readonly lanes = new OutboxLanes();
   settings: Partial<Settings> = {};
   counters: Record<string, number> = {};
@@ -85,6 +88,7 @@ export class State {
     this.deliveries.onChange = this.lanes.onChange;
   }
 
+  /** A table by name; the deliveries' has the same surface (see DeliveryTable). */
   table(name: TableName): Table<object, number | string> {
     return this[name] as unknown as Table<object, number | string>;
   }
@@ -102,7 +106,7 @@ export class State {
   apply(op: Op): void {
     if (op.t === 'settings') this.setSettings(op.v);
     else if (op.t === 'counter') this.counters[op.k] = Math.max(this.counters[op.k] ?? 0, op.v);
-    else if (op.t === 'enqueue') for (const d of op.d) this.deliveries.put({ ...d, body: op.body });
+    else if (op.t === 'enqueue') this.deliveries.add(op.body, op.d);
     else if (op.v) this.table(op.t).put({ ...op.v });
     else this.table(op.t).delete(op.k);
   }
@@ -111,7 +115,8 @@ export class State {
     for (const name of ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'reset_tokens', 'revoked_tokens', 'limiter', 'deliveries'] as const) {
       for (const record of snapshot[name] ?? []) this.table(name).put(record);
     }
-    for (const group of snapshot.outbox ?? []) this.apply({ t: 'enqueue', body: group.body, d: group.d });
+    for (const group of snapshot.outbox ?? []) this.deliveries.add(group.body, group.d);
+    this.deliveries.load(snapshot.pending ?? []);
     this.setSettings(snapshot.settings ?? {});
     this.counters = { ...(snapshot.counters ?? {}) };
   }
@@ -130,20 +135,10 @@ export class State {
       revoked_tokens: this.revoked_tokens.values(),
       limiter: this.limiter.values(),
       settings: this.settings,
-      outbox: groupByBody(this.deliveries.values()),
+      pending: this.deliveries.snapshot(),
     };
     return JSON.stringify(doc);
   }
-}
-
-function groupByBody(deliveries: DeliveryRecord[]): NonNullable<Snapshot['outbox']> {
-  const groups = new Map<string, Omit<DeliveryRecord, 'body'>[]>();
-  for (const { body, ...rest } of deliveries) {
-    let group = groups.get(body);
-    if (!group) groups.set(body, (group = []));
-    group.push(rest);
-  }
-  return [...groups].map(([body, d]) => ({ body, d }));
 }
 
 /**
@@ -186,15 +181,19 @@ export class Writer {
     const table = this.state.deliveries;
     const byBody = new Map<string, Omit<DeliveryRecord, 'body'>[]>();
     for (const delivery of deliveries) {
-      if (table.get(delivery.id)) throw new Error(`delivery ${delivery.id} exists already`);
-      table.put({ ...delivery });
-      this.#undo.push(() => table.delete(delivery.id));
+      if (table.has(delivery.id)) throw new Error(`delivery ${delivery.id} exists already`);
       const { body, ...rest } = delivery;
       let group = byBody.get(body);
       if (!group) byBody.set(body, (group = []));
       group.push(rest);
     }
-    for (const [body, d] of byBody) this.ops.push({ t: 'enqueue', body, d });
+    for (const [body, d] of byBody) {
+      table.add(body, d);
+      this.#undo.push(() => {
+        for (const delivery of d) table.delete(delivery.id);
+      });
+      this.ops.push({ t: 'enqueue', body, d });
+    }
     this.durable = true;
   }
 
