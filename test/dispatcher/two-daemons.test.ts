@@ -87,7 +87,8 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
   it(`makes all ${EVENTS * ENDPOINTS} deliveries of ${EVENTS} events published through both, none twice`, async () => {
     const queued = await publish(EVENTS, 0);
     expect(queued).toBe(EVENTS * ENDPOINTS);
-    await receiver.waitFor(queued, 120_000);
+    // However slow the machine, deliveries keep arriving; a stop of a minute is a failure.
+    await receiver.waitForProgress(queued, 60_000);
     const seen = counts();
     expect(seen.size).toBe(queued);
     expect([...seen.values()].filter((n) => n > 1)).toEqual([]);
@@ -96,7 +97,7 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
       [one, two].map(async (daemon, i) => (await daemon.request('GET', '/webhooks', { token: tokens[i] })).status),
     );
     expect(byDaemon).toEqual([200, 200]);
-  }, 180_000);
+  }, 600_000);
 
   it('after a SIGKILL of one daemon mid-run, every delivery is still made (at most twice), the dead one\'s within lease + 5 s', async () => {
     const before = receiver.requests.length;
@@ -114,13 +115,16 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
       await client.query<{ id: string }>("SELECT id FROM deliveries WHERE state = 'pending' AND lease_owner LIKE $1", [`%:${pid}:%`])
     ).rows.map((row) => row.id);
     await client.end();
-    // Each new delivery arrives at least once; the survivor makes the dead daemon's claims.
-    const deadline = killedAt + 240_000;
+    // Each new delivery arrives at least once; the survivor makes the dead daemon's claims. The
+    // survivor's pace depends on the machine: it fails when deliveries stop for a minute.
     for (;;) {
       const fresh = [...counts().keys()].filter((id) => !beforeIds.has(id)).length;
       if (fresh >= queued) break;
-      if (Date.now() > deadline) throw new Error(`only ${fresh} of ${queued} deliveries arrived`);
-      await receiver.waitFor(receiver.requests.length + 1, 30_000);
+      try {
+        await receiver.waitFor(receiver.requests.length + 1, 60_000);
+      } catch {
+        throw new Error(`only ${fresh} of ${queued} deliveries arrived, then none for 60 s`);
+      }
     }
     const seen = counts();
     const round = [...seen].filter(([id]) => !beforeIds.has(id));
@@ -135,5 +139,5 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
     console.log(`two-daemon kill: ${queued} deliveries, ${held.length} leased to the killed daemon, ${twice} made twice, the last of those ${latest} ms after the kill (lease ${LEASE_MS} ms)`);
     expect(heldArrived.every((at) => at !== undefined)).toBe(true);
     expect(latest).toBeLessThan(LEASE_MS + 5_000);
-  }, 360_000);
+  }, 600_000);
 });

@@ -73,6 +73,12 @@ export interface Receiver {
   respondWith(...statuses: number[]): void;
   /** Resolves once `count` requests have arrived (rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
+  /**
+   * Resolves once `count` requests have arrived, for long runs whose total time depends on the
+   * machine: rejects only when none arrives for `stallMs` (the sender has stopped), not after a
+   * fixed total.
+   */
+  waitForProgress(count: number, stallMs: number): Promise<ReceivedRequest[]>;
   close(): Promise<void>;
 }
 
@@ -141,7 +147,7 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
 
-  return {
+  const receiver: Receiver = {
     url: `https://127.0.0.1:${port}/hook`,
     port,
     requests,
@@ -172,6 +178,16 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
       }
       return requests.slice(0, count);
     },
+    async waitForProgress(count, stallMs) {
+      while (requests.length < count) {
+        try {
+          await receiver.waitFor(requests.length + 1, stallMs);
+        } catch {
+          throw new Error(`receiver got ${requests.length} of ${count} requests, then none for ${stallMs} ms`);
+        }
+      }
+      return requests.slice(0, count);
+    },
     async close() {
       for (const timer of timers) {
         clearTimeout(timer);
@@ -181,4 +197,5 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return receiver;
 }
