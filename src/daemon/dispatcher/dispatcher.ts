@@ -302,7 +302,7 @@ export class Dispatcher {
     });
     // Claimed by another daemon (or already attempted): its log entry reaches the waiter through the change feed.
     if (this.#stopping) return this.#releaseUnstarted(claimed);
-    const endpoints = this.#endpointReader();
+    const endpoints = this.#readEndpoints(claimed);
     for (const delivery of claimed) this.#launch(delivery, endpoints);
   }
 
@@ -341,7 +341,7 @@ export class Dispatcher {
       });
       if (this.#stopping) return this.#releaseUnstarted(claimed);
       const over: DeliveryRecord[] = [];
-      const endpoints = this.#endpointReader();
+      const endpoints = this.#readEndpoints(claimed);
       for (const delivery of claimed) {
         const ownerFull = delivery.owner_id !== null && this.#byOwner.get(delivery.owner_id) >= this.#perOwner;
         const endpointFull = this.#byEndpoint.get(delivery.endpoint_id) >= this.#endpointCap(delivery.endpoint_id);
@@ -369,20 +369,20 @@ export class Dispatcher {
   // --- attempts -------------------------------------------------------------------------
 
   /**
-   * Reads each endpoint of one claimed batch once, however many of its deliveries the batch
-   * holds (a read per attempt was the dispatcher's largest share of queries on PostgreSQL). The
-   * attempts start at once, so each still signs with the secret current when it is made.
+   * The endpoints of one claimed batch, in one read (a read per attempt was the dispatcher's
+   * largest share of queries on PostgreSQL). The attempts start at once, so each still signs
+   * with the secret current when it is made. A failed read fails the attempts that wait on it.
    */
-  #endpointReader(): (endpointId: number) => Promise<WebhookRecord | undefined> {
-    const reads = new Map<number, Promise<WebhookRecord | undefined>>();
-    return (endpointId) => {
-      let read = reads.get(endpointId);
-      if (!read) reads.set(endpointId, (read = this.#store.webhooks.get(endpointId)));
-      return read;
-    };
+  #readEndpoints(deliveries: DeliveryRecord[]): Promise<Map<number, WebhookRecord>> {
+    if (deliveries.length === 0) return Promise.resolve(new Map());
+    const ids = [...new Set(deliveries.map((d) => d.endpoint_id))];
+    const read = this.#store.webhooks.getMany(ids).then((endpoints) => new Map(endpoints.map((e) => [e.id, e])));
+    // Every launched attempt awaits it; none may be launched (all over a limit).
+    read.catch(() => undefined);
+    return read;
   }
 
-  #launch(delivery: DeliveryRecord, endpointOf: (endpointId: number) => Promise<WebhookRecord | undefined>): void {
+  #launch(delivery: DeliveryRecord, endpoints: Promise<Map<number, WebhookRecord>>): void {
     // Claimed again while this daemon's attempt is still going (its lease ended first, on a slow
     // machine or receiver): that attempt records the outcome; a second one would send it twice.
     if (this.#jobs.has(delivery.id)) return;
@@ -403,7 +403,7 @@ export class Dispatcher {
       if (ownerId !== null) this.#byOwner.add(ownerId, -1);
       if (!this.#stopping) this.#wake();
     };
-    const job = this.#attempt(delivery, endpointOf(endpointId), () => setImmediate(release))
+    const job = this.#attempt(delivery, endpoints, () => setImmediate(release))
       .catch((error) => {
         this.#log?.error({ err: error, delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
         this.#settleWaiter(delivery.id, null, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
@@ -416,8 +416,8 @@ export class Dispatcher {
   }
 
   /** One attempt of one delivery; resolves once its outcome (and log entry) is recorded. */
-  async #attempt(delivery: DeliveryRecord, endpointRead: Promise<WebhookRecord | undefined>, answered: () => void): Promise<void> {
-    const endpoint = await endpointRead;
+  async #attempt(delivery: DeliveryRecord, endpoints: Promise<Map<number, WebhookRecord>>, answered: () => void): Promise<void> {
+    const endpoint = (await endpoints).get(delivery.endpoint_id);
     if (!endpoint || (!endpoint.active && !delivery.manual)) {
       // Deleted, or deactivated after the event was queued: it no longer receives events.
       answered();

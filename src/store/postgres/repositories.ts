@@ -248,6 +248,11 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const { rows } = await db.query('SELECT * FROM webhooks WHERE id = $1', [id]);
       return rows[0] && toWebhook(rows[0]);
     },
+    async getMany(ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await db.query('SELECT * FROM webhooks WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
+      return rows.map(toWebhook);
+    },
     async list() {
       const { rows } = await db.query('SELECT * FROM webhooks ORDER BY id');
       return rows.map(toWebhook);
