@@ -91,6 +91,8 @@ export interface SitesRepository {
 
 export interface WebhooksRepository {
   get(id: number): Promise<WebhookRecord | undefined>;
+  /** The endpoints among `ids` that exist, by id (a dispatcher reads a claimed batch's in one go). */
+  getMany(ids: number[]): Promise<WebhookRecord[]>;
   /** Every endpoint, by id. */
   list(): Promise<WebhookRecord[]>;
   /** A user's endpoints, by id. */

@@ -61,6 +61,8 @@ const disabling = new Set<number>();
  */
 export async function reportAttempt(app: FastifyInstance, entry: DeliveryLogEntry): Promise<void> {
   try {
+    // A success is only a debug line: no lookup when that line is not written.
+    if (entry.success && !logsAt(app, 'debug')) return;
     const endpoint = await app.store.webhooks.get(entry.endpoint_id);
     const fields = {
       endpoint_id: entry.endpoint_id,
@@ -81,6 +83,11 @@ export async function reportAttempt(app: FastifyInstance, entry: DeliveryLogEntr
   } catch (error) {
     app.log.error({ err: error, endpoint_id: entry.endpoint_id }, 'could not report a webhook attempt');
   }
+}
+
+function logsAt(app: FastifyInstance, level: string): boolean {
+  const log = app.log as FastifyInstance['log'] & { isLevelEnabled?: (level: string) => boolean };
+  return typeof log.isLevelEnabled !== 'function' || log.isLevelEnabled(level);
 }
 
 async function maybeDisable(app: FastifyInstance, endpoint: WebhookRecord): Promise<void> {

@@ -238,6 +238,7 @@ export class JsonRepositories implements Repositories {
 
     this.webhooks = {
       get: async (id) => state.webhooks.get(id),
+      getMany: async (ids) => sorted([...new Set(ids)].flatMap((id) => state.webhooks.get(id) ?? [])),
       list: async () => sorted(state.webhooks.values()),
       listByUser: async (userId) => sorted(state.webhooks.byGroup('user', userId)),
       subscribedTo: async (event, ownerId) =>

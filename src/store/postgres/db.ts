@@ -1,6 +1,7 @@
 // Where a repository's SQL runs: the pool (each call its own transaction) or one client inside
 // `store.transaction`. `atomic` groups several statements: a real transaction on the pool, a
 // savepoint inside a transaction (so a conflict the caller catches does not poison the rest).
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { mapError } from './errors.js';
 
@@ -18,6 +19,24 @@ export const pgTypes: pg.CustomTypesConfig = {
     oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };
 
+/** Statement names by text (a few dozen texts: the repositories' SQL is fixed, up to the columns of a patch). */
+const names = new Map<string, string>();
+
+/**
+ * A statement with parameters goes as a named prepared statement: each connection parses and
+ * plans it once, not on every call (re-planning the outbox's CTE statements was much of the
+ * server's time when dispatching). The name is a digest of the text, so equal texts share it.
+ */
+function prepared(text: string, values: unknown[] | undefined): pg.QueryConfig | string {
+  if (!values || values.length === 0) return text;
+  let name = names.get(text);
+  if (!name) {
+    name = `panelctl_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    if (names.size < 1_000) names.set(text, name);
+  }
+  return { name, text, values };
+}
+
 export class PoolDb implements Db {
   readonly inTransaction = false;
 
@@ -29,7 +48,8 @@ export class PoolDb implements Db {
     // on another connection (the pool drops the dead one). At most once per pooled connection.
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.pool.query<R>(text, values);
+        const statement = prepared(text, values);
+        return await (typeof statement === 'string' ? this.pool.query<R>(statement) : this.pool.query<R>(statement));
       } catch (error) {
         if (!endedWhileIdle(error) || attempt >= this.pool.options.max) throw mapError(error);
       }
@@ -49,7 +69,8 @@ export class ClientDb implements Db {
 
   async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
     try {
-      return await this.client.query<R>(text, values);
+      const statement = prepared(text, values);
+      return await (typeof statement === 'string' ? this.client.query<R>(statement) : this.client.query<R>(statement));
     } catch (error) {
       throw mapError(error);
     }

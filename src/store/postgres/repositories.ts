@@ -248,6 +248,11 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const { rows } = await db.query('SELECT * FROM webhooks WHERE id = $1', [id]);
       return rows[0] && toWebhook(rows[0]);
     },
+    async getMany(ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await db.query('SELECT * FROM webhooks WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
+      return rows.map(toWebhook);
+    },
     async list() {
       const { rows } = await db.query('SELECT * FROM webhooks ORDER BY id');
       return rows.map(toWebhook);
@@ -329,11 +334,18 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
   };
 
   const limiter: LimiterRepository = {
-    async hit(key, windowMs, now) {
+    async hit(key, windowMs, now, options) {
       // One statement, so concurrent hits from any number of daemons each count exactly once.
       // A new window starts when the key is not locked and its window ended or its lock did.
+      // A hit that need not be durable (request windows) commits without waiting for its WAL
+      // flush: every request of one user updates this one row, and a durable commit keeps the
+      // row locked through an fsync, so that user's requests (on every daemon) went one fsync at
+      // a time. A crash forgets at most the last fraction of a second of such hits (the contract
+      // allows a second). Inside a transaction the hit commits with it, durably.
+      const soft = options?.durable === false && !db.inTransaction;
       const { rows } = await db.query(
-        `INSERT INTO limiter AS l (key, count, window_start, locked_until) VALUES ($1, 1, $3, 0)
+        `INSERT INTO limiter AS l (key, count, window_start, locked_until)
+         SELECT $1, 1, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
          ON CONFLICT (key) DO UPDATE SET
            count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 1 ELSE l.count + 1 END,
            window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,

@@ -292,6 +292,8 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(updated?.active).toBe(true);
         expect((await store.webhooks.subscribedTo('site.created', c1.id)).map((w) => w.id)).toEqual([all.id, mine.id, inactive.id]);
         expect(await store.webhooks.get(other.id)).toEqual(other);
+        expect(await store.webhooks.getMany([unrelated.id, all.id, 999_999, all.id])).toEqual([all, unrelated]);
+        expect(await store.webhooks.getMany([])).toEqual([]);
       });
 
       it('remove takes the endpoint\'s pending deliveries and log with it', async () => {
