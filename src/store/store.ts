@@ -177,6 +177,10 @@ export interface ClaimOptions {
   skipEndpoints?: readonly number[];
   /** Endpoint owners to skip (their share of the claimer's slots is used up). */
   skipOwners?: readonly number[];
+  /** At most this many deliveries of one endpoint owner in this claim (default: no such limit). */
+  perOwner?: number;
+  /** Owners with less room than `perOwner` left, as [owner id, room] (the claimer has some of theirs in flight). */
+  ownerRoom?: ReadonlyArray<readonly [number, number]>;
   /** Only these deliveries (a manual send the claimer wants to make at once); the skips do not apply. */
   ids?: readonly string[];
 }
@@ -201,6 +205,13 @@ export interface OutboxRepository {
    * Answers the ids that were recorded.
    */
   settle(owner: string, outcomes: DeliveryOutcome[]): Promise<string[]>;
+  /**
+   * A dispatcher's batch in one write: appends the attempts' log entries (as `deliveryLog.append`)
+   * and settles their outcomes (as `settle`), atomically. Answers the appended entries with their
+   * ids. A backend may prune older log entries a little later than `append` does (the log still
+   * serves the last 100 of each endpoint).
+   */
+  record(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   /** Releases `owner`'s leases without recording anything (a dispatcher that stops). */
   release(owner: string, ids: readonly string[]): Promise<void>;
   /** When the next pending delivery falls due (epoch ms), whatever its lease; null: none pending. */
@@ -224,6 +235,8 @@ export interface DeliveryLogRepository {
   append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;
   get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined>;
+  /** The entries among `ids` that are still kept, oldest first. */
+  getMany(ids: readonly number[]): Promise<DeliveryLogEntry[]>;
   /** Entries newer than `entryId` of every endpoint, oldest first, at most `limit` (a reconnecting stream). */
   since(entryId: number, limit: number): Promise<DeliveryLogEntry[]>;
 }
@@ -234,7 +247,12 @@ export type Change =
   /** Deliveries were queued or fell due: dispatchers look for work. */
   | { kind: 'outbox' }
   /** A delivery attempt was logged (by any daemon of the store). */
-  | { kind: 'log'; entry: DeliveryLogEntry };
+  | { kind: 'log'; entry: DeliveryLogEntry }
+  /**
+   * Attempts were logged, announced by id only (a shared database: the entries are fetched with
+   * `deliveryLog.getMany` by whoever needs them, so daemons nobody is watching read nothing).
+   */
+  | { kind: 'logged'; ids: number[] };
 
 export interface ChangeFeed {
   /**

@@ -2,6 +2,7 @@
 // is made, none twice while both live; after one is killed with SIGKILL, the other makes what
 // the dead one had claimed once its leases end (each delivery then at most twice).
 import pg from 'pg';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
@@ -83,6 +84,36 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
     await receiver?.close();
     await tls?.dispose();
   });
+
+  it("streams on one daemon the attempts the other makes (its log entries are announced by id and read there)", async () => {
+    const hooks = await one.request('GET', '/webhooks', { token: tokens[0] });
+    const id = hooks.body.data[0].id as number;
+    const agent = new Agent({ connect: { ca: two.ca } });
+    const controller = new AbortController();
+    try {
+      const response = await request(`${two.url}/api/v1/webhooks/deliveries/stream?endpoint_id=${id}`, {
+        headers: { authorization: `Bearer ${tokens[1]}` },
+        dispatcher: agent,
+        signal: controller.signal,
+      });
+      expect(response.statusCode).toBe(200);
+      response.body.setEncoding('utf8');
+      let text = '';
+      const chunks = response.body[Symbol.asyncIterator]();
+      // Subscribed once the stream's opening comment is in.
+      while (!text.includes(': connected')) text += (await chunks.next()).value;
+      // A test send through the first daemon is attempted there at once.
+      const sent = await one.request('POST', `/webhooks/${id}/test`, { token: tokens[0], body: { message: 'across daemons' } });
+      expect(sent.status, sent.text).toBe(200);
+      const entryId = sent.body.data.id as number;
+      while (!text.includes(`id: ${entryId}\n`)) text += (await chunks.next()).value;
+      const frame = new RegExp(`event: delivery\nid: ${entryId}\ndata: (.*)\n\n`).exec(text);
+      expect(JSON.parse(frame![1])).toMatchObject({ id: entryId, endpoint_id: id, event: 'webhook.test', payload: { data: { message: 'across daemons' } } });
+    } finally {
+      controller.abort();
+      await agent.destroy();
+    }
+  }, 60_000);
 
   it(`makes all ${EVENTS * ENDPOINTS} deliveries of ${EVENTS} events published through both, none twice`, async () => {
     const queued = await publish(EVENTS, 0);

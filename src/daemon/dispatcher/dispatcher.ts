@@ -21,6 +21,10 @@ export const USER_AGENT = 'Panel-WebPanel-Webhook/1.0';
 export const MAX_ATTEMPTS = 2;
 export const RETRY_DELAY_MS = 2_000;
 export const LEASE_MS = 60_000;
+/** Deliveries held per endpoint and owner, in flight plus claimed ahead, as a multiple of the caps. */
+const AHEAD = 2;
+/** A ready delivery's endpoint read longer ago than this is read again before its attempt. */
+const ENDPOINT_FRESH_MS = 1_000;
 /** How long a test or redeliver waits for the first attempt's log entry, whoever makes it. */
 export const FIRST_ATTEMPT_WAIT_MS = 30_000;
 
@@ -72,6 +76,14 @@ interface Finished {
   failed: (error: Error) => void;
 }
 
+/** A delivery claimed ahead of a free slot, with the read of its batch's endpoints. */
+interface Ready {
+  delivery: DeliveryRecord;
+  endpoints: Promise<Map<number, WebhookRecord>>;
+  /** When it was claimed (epoch ms). */
+  at: number;
+}
+
 /** In-flight counts per key, dropping keys that reach zero. */
 class Counts<K> {
   readonly #map = new Map<K, number>();
@@ -115,6 +127,10 @@ export class Dispatcher {
   readonly #jobs = new Map<string, Promise<void>>();
   /** Manual deliveries to claim at once. */
   readonly #manual = new Set<string>();
+  /** Claimed ahead, waiting for a slot, in claim order (see #claimDue). */
+  readonly #ready = new Map<string, Ready>();
+  readonly #readyByEndpoint = new Counts<number>();
+  readonly #readyByOwner = new Counts<number>();
 
   #finished: Finished[] = [];
   #flushScheduled = false;
@@ -124,6 +140,8 @@ export class Dispatcher {
   #stopping = false;
   #loop: Promise<void> | null = null;
   #dirty = false;
+  /** The skips of the last claim, when it found nothing (see #claimDue). */
+  #foundNothingWith: string | null = null;
   #wakeSleeper: (() => void) | null = null;
   #unsubscribe: () => void = () => undefined;
 
@@ -162,8 +180,12 @@ export class Dispatcher {
     if (this.#running || this.#stopping) return;
     this.#running = true;
     this.#unsubscribe = this.#store.changes.subscribe((change) => {
-      if (change.kind === 'outbox') this.#wake();
+      if (change.kind === 'outbox') {
+        this.#foundNothingWith = null;
+        this.#wake();
+      }
       else if (change.kind === 'log') this.#onLogged(change.entry);
+      else if (change.kind === 'logged') this.#onLoggedIds(change.ids);
       else if (change.collection === 'webhooks') this.#owners.clear();
     });
     this.#loop = this.#run().catch((error) => this.#log?.error({ err: error }, 'the webhook dispatcher stopped'));
@@ -182,6 +204,10 @@ export class Dispatcher {
       this.#settleWaiter(id, null, new DeliveryNotAttempted('stopping', 'the daemon is stopping; the delivery stays queued and is made after it starts again'));
     }
     await this.#loop;
+    // Claimed ahead and never started: back to the outbox for the next start or another daemon.
+    const ready = [...this.#ready.values()].map((item) => item.delivery);
+    for (const delivery of ready) this.#unready(delivery.id, delivery);
+    await this.#releaseUnstarted(ready);
     await Promise.allSettled([...this.#jobs.values()]);
     await this.#flush();
     // The entries of the last attempts reach the open streams before those are ended.
@@ -266,6 +292,9 @@ export class Dispatcher {
       try {
         await this.#claimManual();
         await this.#claimDue();
+        // Woken meanwhile (a slot came free, work was queued): claim again before asking when
+        // the next delivery falls due, a query the next turn may not need.
+        if (this.#dirty || this.#stopping) continue;
         const due = await this.#store.outbox.nextDueAt();
         const now = this.#clock();
         // Due now but not claimable (leased, or its endpoint or owner at its limit): an attempt
@@ -278,6 +307,8 @@ export class Dispatcher {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           this.#wakeSleeper = null;
+          // Retries fall due and other daemons release work without a word: look afresh.
+          this.#foundNothingWith = null;
           resolve();
         }, wait);
         this.#wakeSleeper = () => {
@@ -311,46 +342,112 @@ export class Dispatcher {
     return this.#backoff.has(endpointId) ? 1 : this.#perEndpoint;
   }
 
+  /**
+   * Claims ahead: deliveries are leased up to twice the caps (in flight plus ready to start), so
+   * a slot that comes free is filled from the ready ones at once, without waiting for a claim,
+   * and claims are fewer and larger: an endpoint or owner is claimed for again once at least
+   * half of its cap is free of the twice, and a claim that found nothing is not made again with
+   * the same skips until new work is announced or the safety poll comes round. An endpoint that
+   * is backing off is not claimed ahead.
+   */
   async #claimDue(): Promise<void> {
-    // A few claims per turn: each takes at most the smallest room any busy endpoint has left,
-    // so nothing is claimed that cannot start at once.
     for (let round = 0; round < 16 && !this.#stopping; round++) {
-      const free = this.#concurrency - this.#active;
-      if (free <= 0) return;
+      this.#launchReady();
+      const room = AHEAD * this.#concurrency - this.#active - this.#ready.size;
+      if (room < this.#concurrency / 2) return;
       const skipEndpoints: number[] = [];
-      let perEndpoint = this.#perEndpoint;
-      for (const [endpointId, count] of this.#byEndpoint.entries()) {
-        const room = this.#endpointCap(endpointId) - count;
-        if (room <= 0) skipEndpoints.push(endpointId);
-        else perEndpoint = Math.min(perEndpoint, room);
+      let perEndpoint = AHEAD * this.#perEndpoint;
+      for (const endpointId of this.#heldKeys(this.#byEndpoint, this.#readyByEndpoint)) {
+        const backingOff = this.#backoff.has(endpointId);
+        const left = (backingOff ? 1 : AHEAD * this.#perEndpoint) - this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId);
+        if (left <= 0 || (!backingOff && left < this.#perEndpoint / 2)) skipEndpoints.push(endpointId);
+        else perEndpoint = Math.min(perEndpoint, left);
       }
       // An idle endpoint that is backing off may take one only.
-      for (const endpointId of this.#backoff) if (this.#byEndpoint.get(endpointId) === 0) perEndpoint = 1;
+      for (const endpointId of this.#backoff) if (this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId) === 0) perEndpoint = 1;
       const skipOwners: number[] = [];
-      for (const [ownerId, count] of this.#byOwner.entries()) if (count >= this.#perOwner) skipOwners.push(ownerId);
-
-      const limit = Math.min(free, 256);
+      const ownerRoom: Array<[number, number]> = [];
+      for (const ownerId of this.#heldKeys(this.#byOwner, this.#readyByOwner)) {
+        const left = AHEAD * this.#perOwner - this.#held(this.#byOwner, this.#readyByOwner, ownerId);
+        if (left < this.#perOwner / 2) skipOwners.push(ownerId);
+        else ownerRoom.push([ownerId, left]);
+      }
+      const skips = `${skipEndpoints.sort((a, b) => a - b).join(',')}|${skipOwners.sort((a, b) => a - b).join(',')}`;
+      if (skips === this.#foundNothingWith) return;
       const claimed = await this.#store.outbox.claim({
         owner: this.owner,
         now: this.#clock(),
         leaseMs: this.#leaseMs,
-        limit,
+        limit: Math.min(room, 256),
         perEndpoint,
         skipEndpoints,
         skipOwners,
+        perOwner: AHEAD * this.#perOwner,
+        ownerRoom,
       });
       if (this.#stopping) return this.#releaseUnstarted(claimed);
-      const over: DeliveryRecord[] = [];
+      this.#foundNothingWith = claimed.length === 0 ? skips : null;
       const endpoints = this.#readEndpoints(claimed);
+      const at = this.#clock();
       for (const delivery of claimed) {
-        const ownerFull = delivery.owner_id !== null && this.#byOwner.get(delivery.owner_id) >= this.#perOwner;
-        const endpointFull = this.#byEndpoint.get(delivery.endpoint_id) >= this.#endpointCap(delivery.endpoint_id);
-        if (ownerFull || endpointFull || this.#active >= this.#concurrency) over.push(delivery);
-        else this.#launch(delivery, endpoints);
+        if (this.#ready.has(delivery.id) || this.#jobs.has(delivery.id)) continue;
+        this.#ready.set(delivery.id, { delivery, endpoints, at });
+        this.#readyByEndpoint.add(delivery.endpoint_id, 1);
+        if (delivery.owner_id !== null) this.#readyByOwner.add(delivery.owner_id, 1);
       }
-      if (over.length) await this.#releaseUnstarted(over);
-      if (claimed.length === 0 || over.length > 0) return;
+      this.#launchReady();
+      if (claimed.length === 0) return;
     }
+  }
+
+  /** Held (in flight or ready) of one endpoint or owner. */
+  #held(inFlight: Counts<number>, ready: Counts<number>, key: number): number {
+    return inFlight.get(key) + ready.get(key);
+  }
+
+  /** Endpoints or owners with anything held. */
+  #heldKeys(inFlight: Counts<number>, ready: Counts<number>): Set<number> {
+    const keys = new Set<number>();
+    for (const [key] of inFlight.entries()) keys.add(key);
+    for (const [key] of ready.entries()) keys.add(key);
+    return keys;
+  }
+
+  /**
+   * Starts the ready deliveries that have room now, oldest claimed first. Those held for half a
+   * lease (an endpoint slow to answer) are given back for any dispatcher to claim afresh, and
+   * endpoints read more than a second ago are read again, so an attempt signs with a current secret.
+   */
+  #launchReady(): void {
+    if (this.#ready.size === 0) return;
+    const now = this.#clock();
+    const stale: DeliveryRecord[] = [];
+    const reread: Ready[] = [];
+    for (const [id, item] of this.#ready) {
+      const { delivery } = item;
+      if (now - item.at >= this.#leaseMs / 2) {
+        this.#unready(id, delivery);
+        stale.push(delivery);
+        continue;
+      }
+      if (this.#active >= this.#concurrency) break;
+      const ownerFull = delivery.owner_id !== null && this.#byOwner.get(delivery.owner_id) >= this.#perOwner;
+      if (ownerFull || this.#byEndpoint.get(delivery.endpoint_id) >= this.#endpointCap(delivery.endpoint_id)) continue;
+      this.#unready(id, delivery);
+      if (now - item.at > ENDPOINT_FRESH_MS) reread.push(item);
+      else this.#launch(delivery, item.endpoints);
+    }
+    if (reread.length) {
+      const endpoints = this.#readEndpoints(reread.map((x) => x.delivery));
+      for (const { delivery } of reread) this.#launch(delivery, endpoints);
+    }
+    if (stale.length) void this.#releaseUnstarted(stale);
+  }
+
+  #unready(id: string, delivery: DeliveryRecord): void {
+    this.#ready.delete(id);
+    this.#readyByEndpoint.add(delivery.endpoint_id, -1);
+    if (delivery.owner_id !== null) this.#readyByOwner.add(delivery.owner_id, -1);
   }
 
   async #releaseUnstarted(deliveries: DeliveryRecord[]): Promise<void> {
@@ -485,7 +582,7 @@ export class Dispatcher {
     });
   }
 
-  /** Writes the finished attempts: their log entries and outcomes in one transaction. One batch at a time. */
+  /** Writes the finished attempts: their log entries and outcomes in one write. One batch at a time. */
   async #flush(): Promise<void> {
     while (this.#flushing) await this.#flushing;
     if (this.#finished.length === 0) return;
@@ -494,14 +591,11 @@ export class Dispatcher {
     this.#flushing = (async () => {
       const entries = batch.flatMap((item) => (item.entry ? [item.entry] : []));
       try {
-        const logged = await this.#store.transaction(async (tx) => {
-          const appended = entries.length ? await tx.deliveryLog.append(entries) : [];
-          await tx.outbox.settle(
-            this.owner,
-            batch.map((item) => item.outcome),
-          );
-          return appended;
-        });
+        const logged = await this.#store.outbox.record(
+          this.owner,
+          batch.map((item) => item.outcome),
+          entries,
+        );
         for (const item of batch) item.recorded();
         // With a feed that is not synchronous, this daemon's own entries reach its streams and
         // waiters at once, not after the database's notification (which may come after a stop).
@@ -554,6 +648,21 @@ export class Dispatcher {
         }
       })
       .catch((error) => this.#log?.error({ err: error }, 'could not look up the owner of a delivery log entry'));
+  }
+
+  /**
+   * Entries announced by id (a shared database): read only when someone here waits for a first
+   * attempt or watches deliveries, in the order announced. This daemon's own are known already.
+   */
+  #onLoggedIds(ids: number[]): void {
+    if (this.#waiters.size === 0 && this.#listeners.size === 0) return;
+    const fresh = ids.filter((id) => !this.#told.has(id));
+    if (fresh.length === 0) return;
+    this.#entryChain = this.#entryChain
+      .then(async () => {
+        for (const entry of await this.#store.deliveryLog.getMany(fresh)) this.#onLogged(entry);
+      })
+      .catch((error) => this.#log?.error({ err: error }, 'could not read new delivery log entries'));
   }
 
   async #ownerOf(endpointId: number): Promise<number | null> {

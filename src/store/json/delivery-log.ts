@@ -75,6 +75,12 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return this.#latest.filter((entry) => entry.id > entryId).slice(0, limit);
   }
 
+  /** From the recent entries only: nothing asks this store for them (its feed carries whole entries). */
+  async getMany(ids: readonly number[]): Promise<DeliveryLogEntry[]> {
+    const wanted = new Set(ids);
+    return this.#latest.filter((entry) => wanted.has(entry.id));
+  }
+
   async #appendOne(full: DeliveryLogEntry): Promise<void> {
     const endpointId = full.endpoint_id;
     if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);

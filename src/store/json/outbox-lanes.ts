@@ -43,13 +43,19 @@ export class OutboxLanes {
     } else {
       const skipEndpoints = new Set(options.skipEndpoints ?? []);
       const skipOwners = new Set(options.skipOwners ?? []);
+      // What each owner may still take in this claim.
+      const ownerRoom = new Map(options.ownerRoom ?? []);
+      const roomOf = (owner: number | null) => (owner === null ? Infinity : (ownerRoom.get(owner) ?? options.perOwner ?? Infinity));
       const served: number[] = [];
       for (const [endpointId, lane] of this.#lanes) {
         if (taken.length >= limit) break;
         if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner))) continue;
+        const room = roomOf(lane.owner);
+        if (room <= 0) continue;
         const before = taken.length;
-        this.#takeDue(lane, now, Math.min(options.perEndpoint, limit - taken.length), taken);
+        this.#takeDue(lane, now, Math.min(options.perEndpoint, limit - taken.length, room), taken);
         if (taken.length > before) served.push(endpointId);
+        if (lane.owner !== null) ownerRoom.set(lane.owner, room - (taken.length - before));
       }
       for (const endpointId of served) {
         const lane = this.#lanes.get(endpointId)!;

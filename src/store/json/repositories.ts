@@ -370,6 +370,13 @@ export class JsonRepositories implements Repositories {
           if (outcomes.some((o) => o.state === 'pending')) w.change({ kind: 'outbox' });
           return recorded;
         }),
+      // The log lives in files of its own: entries are appended (and fsynced) before the
+      // outcomes commit, as a transaction of both did.
+      record: async (owner, outcomes, entries) => {
+        const appended = entries.length ? await deliveryLog.append(entries) : [];
+        if (outcomes.length) await this.outbox.settle(owner, outcomes);
+        return appended;
+      },
       release: async (owner, ids) => {
         for (const id of ids) state.lanes.release(owner, id);
       },

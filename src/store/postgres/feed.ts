@@ -1,18 +1,17 @@
 // The change feed of a PostgreSQL store: one dedicated connection LISTENs on panelctl_changes,
 // where every daemon's writes NOTIFY at commit, this one's included. The connection is made
 // again when it drops; on each reconnect listeners hear "look again" (outbox, settings), since
-// notifications sent meanwhile were lost.
+// notifications sent meanwhile were lost. New log entries are announced by id: a daemon
+// fetches them only when someone there watches deliveries.
 import pg from 'pg';
 import type { Change, ChangeFeed } from '../store.js';
-import type { DeliveryLogEntry } from '../types.js';
-import { toLogEntry } from './rows.js';
 import { pgTypes } from './db.js';
 import { CHANNEL } from './repositories.js';
 
 type Notice =
   | { kind: 'record'; collection: Extract<Change, { kind: 'record' }>['collection']; id: number | null }
   | { kind: 'outbox' }
-  | { kind: 'log'; id: number; entry?: Record<string, unknown> };
+  | { kind: 'logged'; ids: number[] };
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5_000;
@@ -25,12 +24,9 @@ export class PgChangeFeed implements ChangeFeed {
   #closed = false;
   #retryMs = RETRY_MIN_MS;
   #retryTimer: NodeJS.Timeout | null = null;
-  /** Notifications are handled in order even when one needs a fetch. */
-  #chain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly connectionString: string,
-    private readonly fetchLogEntry: (id: number) => Promise<DeliveryLogEntry | undefined>,
     /** Told when the connection comes or goes (caches are valid only while it is up). */
     private readonly onConnection: (connected: boolean) => void = () => undefined,
   ) {}
@@ -56,7 +52,6 @@ export class PgChangeFeed implements ChangeFeed {
     this.#client = null;
     this.#setConnected(false);
     await client?.end().catch(() => undefined);
-    await this.#chain;
   }
 
   async #connect(): Promise<void> {
@@ -124,17 +119,9 @@ export class PgChangeFeed implements ChangeFeed {
     } catch {
       return;
     }
-    this.#chain = this.#chain.then(async () => {
-      if (notice.kind === 'log') {
-        const entry = notice.entry ? toLogEntry(notice.entry) : await this.fetchLogEntry(notice.id).catch(() => undefined);
-        // Gone already (pruned, or its endpoint deleted): nothing to show.
-        if (entry) this.#emit({ kind: 'log', entry });
-      } else if (notice.kind === 'outbox') {
-        this.#emit({ kind: 'outbox' });
-      } else if (notice.kind === 'record') {
-        this.#emit({ kind: 'record', collection: notice.collection, id: notice.id });
-      }
-    });
+    if (notice.kind === 'logged') this.#emit({ kind: 'logged', ids: notice.ids });
+    else if (notice.kind === 'outbox') this.#emit({ kind: 'outbox' });
+    else if (notice.kind === 'record') this.#emit({ kind: 'record', collection: notice.collection, id: notice.id });
   }
 
   #emit(change: Change): void {

@@ -280,6 +280,90 @@ END
 $fn$;
 `,
   },
+  {
+    version: 3,
+    name: 'claim by candidate order',
+    sql: /* sql */ `
+-- Room on each page for a claim's lease to be written beside its row: a HOT update, with no new
+-- index entries, where a full page put the new row version elsewhere with an entry in each of
+-- the table's indexes. (A final outcome now deletes its delivery; a retry still moves it.)
+ALTER TABLE deliveries SET (fillfactor = 50);
+
+-- Pending deliveries in due order over all endpoints: a claim's walk of one endpoint's pending
+-- deliveries was sometimes planned on this index (filtering thousands of other endpoints' rows)
+-- while the table's statistics were young, and when the next delivery falls due is found per
+-- endpoint as cheaply (nextDueAt). One index less to write per delivery.
+DROP INDEX deliveries_due_idx;
+
+-- As version 2, with two changes. The candidates are locked in the order they were chosen, read
+-- by primary key: version 2 sorted the locked rows again, and the plan cached for that
+-- statement walked every pending delivery to find the few candidates (thousands of rows per
+-- claim while the backlog grew). And a claim takes at most an owner's room (p_per_owner, or
+-- the room given for owners the claimer has deliveries of in flight): a claimer that got more
+-- gave them back at once, a second statement that also woke every other dispatcher.
+DROP FUNCTION panelctl_claim(text, bigint, bigint, integer, integer, bigint[], bigint[], boolean, text[]);
+CREATE FUNCTION panelctl_claim(
+  p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_per_endpoint integer,
+  p_skip_endpoints bigint[], p_skip_owners bigint[], p_by_ids boolean, p_ids text[],
+  p_per_owner integer, p_room_owners bigint[], p_room_counts integer[]
+) RETURNS SETOF deliveries LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_candidates text[];
+BEGIN
+  IF p_by_ids THEN
+    SELECT array_agg(k.id ORDER BY k.next_attempt_at, k.created_at, k.id) INTO v_candidates FROM (
+      SELECT c.id, c.next_attempt_at, c.created_at,
+             row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.created_at, c.id) AS rank
+      FROM deliveries c
+      WHERE c.id = ANY (p_ids) AND c.state = 'pending' AND c.next_attempt_at <= p_now
+        AND (c.lease_until IS NULL OR c.lease_until <= p_now)
+    ) k WHERE k.rank <= p_per_endpoint;
+  ELSE
+    WITH RECURSIVE endpoints AS (
+      (SELECT e.endpoint_id FROM deliveries e WHERE e.state = 'pending' ORDER BY e.endpoint_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT e.endpoint_id FROM deliveries e
+              WHERE e.state = 'pending' AND e.endpoint_id > endpoints.endpoint_id
+              ORDER BY e.endpoint_id LIMIT 1)
+      FROM endpoints WHERE endpoints.endpoint_id IS NOT NULL
+    )
+    SELECT array_agg(r.id ORDER BY r.next_attempt_at, r.created_at, r.id) INTO v_candidates FROM (
+      SELECT c.*, row_number() OVER (PARTITION BY c.owner_id ORDER BY c.next_attempt_at, c.created_at, c.id) AS owner_rank
+      FROM endpoints
+      CROSS JOIN LATERAL (
+        SELECT x.id, x.owner_id, x.next_attempt_at, x.created_at FROM deliveries x
+        WHERE x.endpoint_id = endpoints.endpoint_id AND x.state = 'pending' AND x.next_attempt_at <= p_now
+          AND (x.lease_until IS NULL OR x.lease_until <= p_now)
+          AND (x.owner_id IS NULL OR NOT (x.owner_id = ANY (p_skip_owners)))
+        ORDER BY x.next_attempt_at, x.created_at, x.id
+        LIMIT p_per_endpoint
+      ) c
+      WHERE endpoints.endpoint_id IS NOT NULL AND NOT (endpoints.endpoint_id = ANY (p_skip_endpoints))
+    ) r
+    WHERE r.owner_id IS NULL OR p_per_owner IS NULL
+       OR r.owner_rank <= coalesce(p_room_counts[array_position(p_room_owners, r.owner_id)], p_per_owner);
+  END IF;
+  IF v_candidates IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH picked AS (
+    SELECT d.id, k.n FROM unnest(v_candidates) WITH ORDINALITY AS k (id, n)
+    JOIN deliveries d ON d.id = k.id
+    WHERE d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= p_now)
+    ORDER BY k.n
+    LIMIT p_limit
+    FOR UPDATE OF d SKIP LOCKED
+  ), leased AS (
+    UPDATE deliveries u SET lease_owner = p_owner, lease_until = p_now + p_lease_ms
+    FROM picked WHERE u.id = picked.id
+    RETURNING u.*
+  )
+  SELECT * FROM leased;
+END
+$fn$;
+`,
+  },
 ];
 
 /**

@@ -25,7 +25,7 @@ import { PoolDb, pgTypes, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed } from './feed.js';
 import { applyMigrations } from './migrations.js';
-import { createRepositories, logEntryById, type StoreContext } from './repositories.js';
+import { createRepositories, type StoreContext } from './repositories.js';
 
 export interface PostgresStoreOptions {
   /** Accepted for the factory's sake: opening migrates an empty database either way. */
@@ -39,6 +39,8 @@ export interface PostgresStoreOptions {
 /** Finished deliveries are kept this long (a later "recover failed deliveries since T" reads them). */
 const SETTLED_RETENTION_MS = 7 * 24 * 3600_000;
 const HOUSEKEEPING_EVERY_MS = 10 * 60_000;
+/** A dispatcher has a claim, a batch of outcomes and a read of endpoints in flight at most. */
+const WORK_POOL_SIZE = 3;
 
 export class PostgresStore implements Store {
   readonly info: StoreInfo;
@@ -57,6 +59,8 @@ export class PostgresStore implements Store {
 
   readonly #pool: pg.Pool;
   readonly #db: PoolDb;
+  /** The dispatcher's connections: its claims do not wait behind API requests for the main pool. */
+  readonly #workPool: pg.Pool;
   readonly #ctx: StoreContext;
   #settings: Settings | null = null;
   #touchTimer: NodeJS.Timeout;
@@ -68,13 +72,10 @@ export class PostgresStore implements Store {
     this.info = { kind: 'postgres', location: describeDatabaseUrl(url) };
     this.#pool = pool;
     this.#db = new PoolDb(pool);
-    this.changes = new PgChangeFeed(
-      url,
-      (id) => logEntryById(this.#db, id),
-      () => {
-        this.#settings = null;
-      },
-    );
+    this.#workPool = createPool(url, WORK_POOL_SIZE);
+    this.changes = new PgChangeFeed(url, () => {
+      this.#settings = null;
+    });
     // First subscriber: the cache is dropped before anyone else hears of a settings change.
     this.changes.subscribe((change) => {
       if (change.kind === 'record' && change.collection === 'settings') this.#settings = null;
@@ -82,12 +83,13 @@ export class PostgresStore implements Store {
     const store = this;
     this.#ctx = {
       heldTouches: new Map(),
+      unpruned: new Map(),
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
       cacheSettings: (settings) => {
         store.#settings = store.changes.connected ? settings : null;
       },
     };
-    const repos = createRepositories(this.#db, this.#ctx);
+    const repos = createRepositories(this.#db, this.#ctx, new PoolDb(this.#workPool));
     this.users = repos.users;
     this.apiKeys = repos.apiKeys;
     this.subscriptions = repos.subscriptions;
@@ -172,7 +174,7 @@ export class PostgresStore implements Store {
       await this.#flushTouches();
     } finally {
       await this.changes.close();
-      await this.#pool.end().catch(() => undefined);
+      await Promise.all([this.#pool.end().catch(() => undefined), this.#workPool.end().catch(() => undefined)]);
     }
   }
 

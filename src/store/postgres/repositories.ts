@@ -42,8 +42,12 @@ export const CHANNEL = 'panelctl_changes';
 export const LOG_RETENTION = 100;
 /** Advisory lock class for the domain rule (two-key locks live apart from the migration lock). */
 const DOMAIN_LOCK_CLASS = 0x70616e65;
-/** NOTIFY payloads are limited to 8000 bytes; a larger log entry is announced by id only. */
-const INLINE_LOG_BYTES = 7000;
+/**
+ * A dispatcher's batch prunes an endpoint's log once this many of its entries were recorded
+ * since (by this process): the table holds a little over the retention, and `list` serves the
+ * newest LOG_RETENTION. Pruning on every batch was a statement per batch.
+ */
+const PRUNE_EVERY = LOG_RETENTION;
 
 /** State shared by every set of repositories of one store (one process). */
 export interface StoreContext {
@@ -52,11 +56,18 @@ export interface StoreContext {
   /** Settings as last read or written, valid while the change feed is connected. */
   cachedSettings(): Settings | null;
   cacheSettings(settings: Settings | null): void;
+  /** Entries recorded per endpoint since its log was last pruned (by this process). */
+  readonly unpruned: Map<number, number>;
 }
 
 const OUTBOX_NOTIFY = `pg_notify('${CHANNEL}', '{"kind":"outbox"}')`;
 
-export function createRepositories(db: Db, ctx: StoreContext): Repositories {
+/**
+ * `work`: where the dispatcher's outbox statements run (claims, outcomes, the endpoints of a
+ * claimed batch), so a burst of API requests does not queue them behind its own. Inside a
+ * transaction, the transaction's client.
+ */
+export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Repositories {
   const users: UsersRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM users WHERE id = $1', [id]);
@@ -250,7 +261,7 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
     },
     async getMany(ids) {
       if (ids.length === 0) return [];
-      const { rows } = await db.query('SELECT * FROM webhooks WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
+      const { rows } = await work.query('SELECT * FROM webhooks WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
       return rows.map(toWebhook);
     },
     async list() {
@@ -444,10 +455,9 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const { owner, now, leaseMs, limit, perEndpoint } = options;
       if (limit <= 0 || perEndpoint <= 0) return [];
       const byIds = options.ids !== undefined;
-      // Due, unleased candidates ranked within their endpoint; the first `limit` of rank <=
-      // `perEndpoint` are locked (SKIP LOCKED) and leased in one statement, claims taken one at
-      // a time across daemons (see panelctl_claim in migrations.ts).
-      const { rows } = await db.query('SELECT * FROM panelctl_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+      // Due, unleased candidates, at most `perEndpoint` of an endpoint and an owner's room; the
+      // first `limit` are locked (SKIP LOCKED) and leased (see panelctl_claim in migrations.ts).
+      const { rows } = await work.query('SELECT * FROM panelctl_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)', [
         owner,
         now,
         leaseMs,
@@ -457,6 +467,9 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
         options.skipOwners ?? [],
         byIds,
         options.ids ?? [],
+        options.perOwner ?? null,
+        (options.ownerRoom ?? []).map(([owner]) => owner),
+        (options.ownerRoom ?? []).map(([, room]) => room),
       ]);
       return rows
         .map(toDelivery)
@@ -464,23 +477,26 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
     },
     async settle(owner: string, outcomes: DeliveryOutcome[]) {
       if (outcomes.length === 0) return [];
-      const { rows } = await db.query<{ id: string; state: string }>(
-        `WITH s AS (
-           UPDATE deliveries d SET state = o.state, attempts = o.attempts, next_attempt_at = o.next_attempt_at,
-             lease_owner = NULL, lease_until = NULL,
-             settled_at = CASE WHEN o.state = 'pending' THEN NULL ELSE (extract(epoch FROM clock_timestamp()) * 1000)::bigint END
-           FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[]) AS o (id, state, attempts, next_attempt_at)
-           WHERE d.id = o.id AND d.lease_owner = $1
-           RETURNING d.id, d.state
-         )
-         SELECT s.id, s.state, CASE WHEN s.state = 'pending' THEN ${OUTBOX_NOTIFY} END FROM s`,
-        [owner, outcomes.map((o) => o.id), outcomes.map((o) => o.state), outcomes.map((o) => o.attempts), outcomes.map((o) => o.next_attempt_at)],
-      );
-      return rows.map((r) => r.id);
+      const { rows } = await work.query<{ settled: string[] | null }>(RECORD_SQL, recordValues(owner, outcomes, [], []));
+      return rows[0].settled ?? [];
+    },
+    async record(owner, outcomes, entries) {
+      if (outcomes.length === 0 && entries.length === 0) return [];
+      // An endpoint's log is pruned by the batch that brings its count since the last prune to PRUNE_EVERY.
+      const prune: number[] = [];
+      for (const entry of entries) {
+        const count = (ctx.unpruned.get(entry.endpoint_id) ?? 0) + 1;
+        if (count >= PRUNE_EVERY) {
+          ctx.unpruned.delete(entry.endpoint_id);
+          prune.push(entry.endpoint_id);
+        } else ctx.unpruned.set(entry.endpoint_id, count);
+      }
+      const { rows } = await work.query<{ ids: number[] | null }>(RECORD_SQL, recordValues(owner, outcomes, entries, prune));
+      return withIds(entries, rows[0].ids);
     },
     async release(owner, ids) {
       if (ids.length === 0) return;
-      await db.query(
+      await work.query(
         `WITH r AS (
            UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
            WHERE id = ANY ($2::text[]) AND lease_owner = $1 AND state = 'pending'
@@ -491,8 +507,20 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       );
     },
     async nextDueAt() {
-      const { rows } = await db.query<{ due: number | null }>(
-        "SELECT min(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'",
+      // The earliest of each endpoint's first due (a skip scan of the per-endpoint due index).
+      const { rows } = await work.query<{ due: number | null }>(
+        `WITH RECURSIVE endpoints AS (
+           (SELECT e.endpoint_id FROM deliveries e WHERE e.state = 'pending' ORDER BY e.endpoint_id LIMIT 1)
+           UNION ALL
+           SELECT (SELECT e.endpoint_id FROM deliveries e
+                   WHERE e.state = 'pending' AND e.endpoint_id > endpoints.endpoint_id
+                   ORDER BY e.endpoint_id LIMIT 1)
+           FROM endpoints WHERE endpoints.endpoint_id IS NOT NULL
+         )
+         SELECT min((SELECT x.next_attempt_at FROM deliveries x
+                     WHERE x.endpoint_id = endpoints.endpoint_id AND x.state = 'pending'
+                     ORDER BY x.next_attempt_at LIMIT 1)) AS due
+         FROM endpoints WHERE endpoints.endpoint_id IS NOT NULL`,
       );
       return rows[0].due === null ? null : Number(rows[0].due);
     },
@@ -509,68 +537,10 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
   const deliveryLog: DeliveryLogRepository = {
     async append(entries) {
       if (entries.length === 0) return [];
-      // Ids in the order given; each new entry is announced (inline when it fits a NOTIFY).
-      const { rows } = await db.query(
-        `WITH ins AS (
-           INSERT INTO delivery_log (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra)
-           SELECT u.delivery_id, u.endpoint_id, u.event, u.payload::json, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
-                  u.created_at, u.request_headers::jsonb, u.extra::jsonb
-           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::boolean[], $9::float8[], $10::text[], $11::text[], $12::text[])
-             WITH ORDINALITY AS u (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
-           WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
-           ORDER BY u.n
-           RETURNING *
-         )
-         SELECT ins.*, pg_notify('${CHANNEL}',
-                  CASE WHEN octet_length(m.full) <= ${INLINE_LOG_BYTES} THEN m.full
-                       ELSE json_build_object('kind', 'log', 'id', ins.id)::text END)
-         FROM ins, LATERAL (SELECT json_build_object('kind', 'log', 'id', ins.id, 'entry', row_to_json(ins))::text AS full) m
-         ORDER BY ins.id`,
-        [
-          entries.map((e) => e.delivery_id),
-          entries.map((e) => e.endpoint_id),
-          entries.map((e) => e.event),
-          entries.map((e) => (e.payload === undefined ? null : JSON.stringify(e.payload))),
-          entries.map((e) => e.attempt),
-          entries.map((e) => e.status_code),
-          entries.map((e) => e.response),
-          entries.map((e) => e.success),
-          entries.map((e) => e.duration_ms),
-          entries.map((e) => e.created_at),
-          entries.map((e) => JSON.stringify(e.request_headers ?? {})),
-          entries.map((e) => {
-            const extra = logExtra(e);
-            return extra ? JSON.stringify(extra) : null;
-          }),
-        ],
-      );
+      // The endpoints written to keep their newest LOG_RETENTION entries at once.
       const touched = [...new Set(entries.map((e) => e.endpoint_id))];
-      // Keep the newest entries of the endpoints written to: the index walks LOG_RETENTION rows each.
-      // Rows another daemon is pruning at the same moment are skipped, not waited for (two
-      // pruners locking one endpoint's rows in different orders would deadlock); the next append
-      // prunes what is left.
-      await db.query(
-        `DELETE FROM delivery_log WHERE id IN (
-           SELECT d.id FROM delivery_log d JOIN (
-             SELECT e AS endpoint_id,
-                    (SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1) AS oldest_kept
-             FROM unnest($1::bigint[]) AS e
-           ) k ON d.endpoint_id = k.endpoint_id AND d.id < k.oldest_kept
-           FOR UPDATE OF d SKIP LOCKED
-         )`,
-        [touched],
-      );
-      const inserted = rows.map(toLogEntry);
-      if (inserted.length === entries.length) return inserted;
-      // An endpoint deleted meanwhile keeps no log: its entries are answered (with ids of their
-      // own) but not kept, as the JSON store does.
-      const stored = new Set(inserted.map((e) => `${e.endpoint_id}/${e.delivery_id}/${e.attempt}/${e.created_at}`));
-      const dropped = entries.filter((e) => !stored.has(`${e.endpoint_id}/${e.delivery_id}/${e.attempt}/${e.created_at}`));
-      const ids = await db.query<{ id: number }>(
-        "SELECT nextval(pg_get_serial_sequence('delivery_log', 'id'))::bigint AS id FROM generate_series(1, $1)",
-        [dropped.length],
-      );
-      return [...inserted, ...dropped.map((e, i) => ({ ...e, id: Number(ids.rows[i].id) }))];
+      const { rows } = await db.query<{ ids: number[] | null }>(RECORD_SQL, recordValues('', [], entries, touched));
+      return withIds(entries, rows[0].ids);
     },
     async list(endpointId: number, query: DeliveryLogQuery = {}) {
       const limit = Math.max(0, Math.min(query.limit ?? LOG_RETENTION, LOG_RETENTION));
@@ -596,6 +566,11 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
       const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = $2 AND endpoint_id = $1', [endpointId, entryId]);
       return rows[0] && toLogEntry(rows[0]);
     },
+    async getMany(ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
+      return rows.map(toLogEntry);
+    },
     async since(entryId, limit) {
       const { rows } = await db.query('SELECT * FROM delivery_log WHERE id > $1 ORDER BY id LIMIT $2', [entryId, Math.max(0, limit)]);
       return rows.map(toLogEntry);
@@ -605,8 +580,81 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
   return { users, apiKeys, subscriptions, sites, webhooks, resetTokens, revokedTokens, limiter, settings, outbox, deliveryLog };
 }
 
-/** Fetches one log entry (a change notification too large to carry it). */
-export async function logEntryById(db: Db, id: number): Promise<DeliveryLogEntry | undefined> {
-  const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = $1', [id]);
-  return rows[0] && toLogEntry(rows[0]);
+/**
+ * Appends log entries, settles outcomes and prunes logs in one statement (one round trip, one
+ * commit). Each entry gets its id from the sequence in the order given, also when its endpoint
+ * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does). Final
+ * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. One
+ * notification names the new entries (daemons with someone watching fetch them) and another
+ * wakes dispatchers for retries. Prunes skip rows another daemon is pruning (two pruners locking
+ * one endpoint's rows in different orders would deadlock); the next prune takes what is left.
+ */
+const RECORD_SQL = /* sql */ `
+WITH u AS MATERIALIZED (
+  SELECT nextval('delivery_log_id_seq'::regclass) AS id, v.*
+  FROM (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::boolean[], $9::float8[], $10::text[], $11::text[], $12::text[])
+      WITH ORDINALITY AS x (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
+    ORDER BY x.n
+  ) v
+), ins AS (
+  INSERT INTO delivery_log (id, delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra)
+  SELECT u.id, u.delivery_id, u.endpoint_id, u.event, u.payload::json, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
+         u.created_at, u.request_headers::jsonb, u.extra::jsonb
+  FROM u WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
+  RETURNING id
+), o AS (
+  SELECT * FROM unnest($14::text[], $15::text[], $16::int[], $17::bigint[]) AS o (id, state, attempts, next_attempt_at)
+), retried AS (
+  UPDATE deliveries d SET attempts = o.attempts, next_attempt_at = o.next_attempt_at, lease_owner = NULL, lease_until = NULL
+  FROM o WHERE d.id = o.id AND d.lease_owner = $13 AND o.state = 'pending'
+  RETURNING d.id
+), done AS (
+  DELETE FROM deliveries d USING o
+  WHERE d.id = o.id AND d.lease_owner = $13 AND o.state <> 'pending'
+  RETURNING d.id
+), pruned AS (
+  DELETE FROM delivery_log WHERE id IN (
+    SELECT d.id FROM delivery_log d JOIN (
+      SELECT e AS endpoint_id,
+             (SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1) AS oldest_kept
+      FROM unnest($18::bigint[]) AS e
+    ) k ON d.endpoint_id = k.endpoint_id AND d.id < k.oldest_kept
+    FOR UPDATE OF d SKIP LOCKED
+  )
+)
+SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,
+       (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,
+       (SELECT pg_notify('${CHANNEL}', json_build_object('kind', 'logged', 'ids', json_agg(ins.id ORDER BY ins.id))::text) FROM ins HAVING count(*) > 0),
+       CASE WHEN EXISTS (SELECT 1 FROM retried) THEN ${OUTBOX_NOTIFY} END`;
+
+function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: number[]): unknown[] {
+  return [
+    entries.map((e) => e.delivery_id),
+    entries.map((e) => e.endpoint_id),
+    entries.map((e) => e.event),
+    entries.map((e) => (e.payload === undefined ? null : JSON.stringify(e.payload))),
+    entries.map((e) => e.attempt),
+    entries.map((e) => e.status_code),
+    entries.map((e) => e.response),
+    entries.map((e) => e.success),
+    entries.map((e) => e.duration_ms),
+    entries.map((e) => e.created_at),
+    entries.map((e) => JSON.stringify(e.request_headers ?? {})),
+    entries.map((e) => {
+      const extra = logExtra(e);
+      return extra ? JSON.stringify(extra) : null;
+    }),
+    owner,
+    outcomes.map((o) => o.id),
+    outcomes.map((o) => o.state),
+    outcomes.map((o) => o.attempts),
+    outcomes.map((o) => o.next_attempt_at),
+    prune,
+  ];
+}
+
+/** The entries as stored: the given fields with the ids the statement assigned, in order. */
+function withIds(entries: Omit<DeliveryLogEntry, 'id'>[], ids: number[] | null): DeliveryLogEntry[] {
+  return entries.map((entry, i) => ({ ...entry, id: Number(ids![i]) }));
 }

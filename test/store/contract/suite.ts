@@ -559,7 +559,59 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         const rest = await store.outbox.claim({ ...claimDefaults, owner: 'w2', now: 1 });
         expect(rest.map((x) => x.id).sort()).toEqual([d1.id, d2.id].sort());
       });
-    });
+
+      it('a claim takes at most an owner\'s room', async () => {
+        const { user: a, hooks: ofA } = await endpoints(2, 'room-a@example.test');
+        const { user: b, hooks: ofB } = await endpoints(2, 'room-b@example.test');
+        const all = [...ofA, ...ofB].flatMap((hook) => [0, 1, 2].map((i) => delivery(hook.id, hook.user_id, i)));
+        await store.outbox.enqueue(eventRecord(), all);
+        const claimed = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10, perEndpoint: 3, perOwner: 4, ownerRoom: [[a.id, 1]] });
+        expect(claimed.filter((d) => d.owner_id === a.id)).toHaveLength(1);
+        expect(claimed.filter((d) => d.owner_id === b.id)).toHaveLength(4);
+        // The oldest due of each owner come first.
+        expect(claimed.find((d) => d.owner_id === a.id)!.next_attempt_at).toBe(0);
+        const rest = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10, perEndpoint: 3, perOwner: 4, ownerRoom: [[b.id, 0]] });
+        expect(rest.map((d) => d.owner_id)).toEqual([a.id, a.id, a.id, a.id]);
+      });
+
+      it('record appends the entries and settles the outcomes of the lease holder in one write', async () => {
+        const { user, hooks } = await endpoints(2, 'record@example.test');
+        const [d, e, f] = [delivery(hooks[0].id, user.id, 0), delivery(hooks[1].id, user.id, 0), delivery(hooks[1].id, user.id, 0)];
+        await store.outbox.enqueue(eventRecord(), [d, e, f]);
+        await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10 });
+        const entries = [logEntry(hooks[0].id, { delivery_id: d.id }), logEntry(hooks[1].id, { delivery_id: e.id, success: false, status_code: 500 })];
+        const recorded = await store.outbox.record(
+          'w',
+          [
+            { id: d.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 },
+            { id: e.id, state: 'pending', attempts: 1, next_attempt_at: 2_010 },
+          ],
+          entries,
+        );
+        expect(recorded).toEqual(entries.map((entry, i) => ({ ...entry, id: recorded[i].id })));
+        expect(recorded[1].id).toBeGreaterThan(recorded[0].id);
+        expect(await store.deliveryLog.list(hooks[1].id)).toEqual([recorded[1]]);
+        expect(await store.outbox.get(d.id)).toBeUndefined();
+        expect(await store.outbox.get(e.id)).toMatchObject({ attempts: 1, next_attempt_at: 2_010, state: 'pending' });
+        // f is still leased to w: not claimable before the lease ends; e is, when due.
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'v', now: 2_010 })).map((x) => x.id)).toEqual([e.id]);
+        // Outcomes of leases held by another are ignored; entries are appended all the same.
+        await store.outbox.record('w', [{ id: e.id, state: 'succeeded', attempts: 2, next_attempt_at: 0 }], [logEntry(hooks[1].id, { delivery_id: e.id, attempt: 2 })]);
+        expect(await store.outbox.get(e.id)).toMatchObject({ state: 'pending', attempts: 1 });
+        expect(await store.deliveryLog.list(hooks[1].id)).toHaveLength(2);
+      });
+
+      it('record keeps serving the last 100 attempts per endpoint', async () => {
+        const { hooks } = await endpoints(1, 'record-ret@example.test');
+        let last: DeliveryLogEntry | undefined;
+        for (let i = 0; i < 25; i++) {
+          const batch = await store.outbox.record('w', [], Array.from({ length: 10 }, () => logEntry(hooks[0].id)));
+          last = batch[batch.length - 1];
+        }
+        const kept = await store.deliveryLog.list(hooks[0].id, { limit: 500 });
+        expect(kept).toHaveLength(100);
+        expect(kept[0].id).toBe(last!.id);
+      });
 
     describe('delivery log', () => {
       it('ids are increasing integers; list is newest first with filters; get; since', async () => {
@@ -596,6 +648,17 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(kept).toHaveLength(100);
         expect(kept[0].id).toBe(last!.id);
       });
+
+      it('getMany reads entries by id, oldest first', async () => {
+        const user = await store.users.insert(userRecord('many@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const [a, b, c] = await store.deliveryLog.append([logEntry(hook.id), logEntry(hook.id, { attempt: 2 }), logEntry(hook.id)]);
+        expect(await store.deliveryLog.getMany([c.id, a.id, 999_999_999])).toEqual([a, c]);
+        expect(await store.deliveryLog.getMany([])).toEqual([]);
+        expect((await store.deliveryLog.getMany([b.id]))[0]).toMatchObject({ id: b.id, attempt: 2 });
+      });
+    });
+
     });
 
     describe('change feed', () => {
@@ -613,8 +676,10 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         await store.outbox.enqueue(eventRecord(), [delivery(hook.id, user.id, 0)]);
         const [entry] = await store.deliveryLog.append([logEntry(hook.id)]);
         await store.settings.update({ login_max_attempts: 9 });
+        // A whole entry (the embedded store), or its id (a shared database, whose daemons read it when needed).
+        const announced = (c: Change) => (c.kind === 'log' && c.entry.id === entry.id) || (c.kind === 'logged' && c.ids.includes(entry.id));
         const arrived = () =>
-          seen.some((c) => c.kind === 'log' && c.entry.id === entry.id) &&
+          seen.some(announced) &&
           seen.some((c) => c.kind === 'record' && c.collection === 'settings') &&
           seen.some((c) => c.kind === 'outbox') &&
           seen.some((c) => c.kind === 'record' && c.collection === 'users' && c.id === user.id) &&
@@ -631,8 +696,9 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         });
         unsubscribe();
         expect(arrived()).toBe(true);
-        const logged = seen.find((c): c is Extract<Change, { kind: 'log' }> => c.kind === 'log')!;
-        expect(logged.entry).toMatchObject({ id: entry.id, endpoint_id: hook.id, delivery_id: entry.delivery_id });
+        const logged = seen.find(announced)!;
+        const told = logged.kind === 'log' ? logged.entry : (await other.deliveryLog.getMany([entry.id]))[0];
+        expect(told).toMatchObject({ id: entry.id, endpoint_id: hook.id, delivery_id: entry.delivery_id });
       });
     });
   });
