@@ -21,11 +21,11 @@ import {
   type UsersRepository,
   type WebhooksRepository,
 } from '../store.js';
-import { PoolDb, pgTypes, withTransaction } from './db.js';
+import { Notifier, PoolDb, pgTypes, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed } from './feed.js';
 import { applyMigrations } from './migrations.js';
-import { createRepositories, type StoreContext } from './repositories.js';
+import { CHANNEL, createRepositories, type StoreContext } from './repositories.js';
 
 export interface PostgresStoreOptions {
   /** Accepted for the factory's sake: opening migrates an empty database either way. */
@@ -61,6 +61,7 @@ export class PostgresStore implements Store {
   readonly #db: PoolDb;
   /** The dispatcher's connections: its claims do not wait behind API requests for the main pool. */
   readonly #workPool: pg.Pool;
+  readonly #notifier: Notifier;
   readonly #ctx: StoreContext;
   #settings: Settings | null = null;
   #touchTimer: NodeJS.Timeout;
@@ -71,7 +72,8 @@ export class PostgresStore implements Store {
   private constructor(url: string, pool: pg.Pool, touchFlushMs: number) {
     this.info = { kind: 'postgres', location: describeDatabaseUrl(url) };
     this.#pool = pool;
-    this.#db = new PoolDb(pool);
+    this.#notifier = new Notifier(pool, CHANNEL);
+    this.#db = new PoolDb(pool, this.#notifier);
     this.#workPool = createPool(url, WORK_POOL_SIZE);
     this.changes = new PgChangeFeed(url, () => {
       this.#settings = null;
@@ -89,7 +91,7 @@ export class PostgresStore implements Store {
         store.#settings = store.changes.connected ? settings : null;
       },
     };
-    const repos = createRepositories(this.#db, this.#ctx, new PoolDb(this.#workPool));
+    const repos = createRepositories(this.#db, this.#ctx, new PoolDb(this.#workPool, this.#notifier));
     this.users = repos.users;
     this.apiKeys = repos.apiKeys;
     this.subscriptions = repos.subscriptions;
@@ -151,7 +153,7 @@ export class PostgresStore implements Store {
   }
 
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
-    return withTransaction(this.#pool, (db) => fn(createRepositories(db, this.#ctx)));
+    return withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
   }
 
   async sharedSecret(name: string, make: () => string): Promise<string> {
@@ -172,6 +174,7 @@ export class PostgresStore implements Store {
     clearInterval(this.#housekeepingTimer);
     try {
       await this.#flushTouches();
+      await this.#notifier.flush();
     } finally {
       await this.changes.close();
       await Promise.all([this.#pool.end().catch(() => undefined), this.#workPool.end().catch(() => undefined)]);

@@ -20,11 +20,11 @@ import {
   type WebhooksRepository,
 } from '../store.js';
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
-import type { Db } from './db.js';
+import type pg from 'pg';
+import type { Db, Row } from './db.js';
 import {
   insertStatement,
   logExtra,
-  notifying,
   toApiKey,
   toDelivery,
   toLimiter,
@@ -60,7 +60,14 @@ export interface StoreContext {
   readonly unpruned: Map<number, number>;
 }
 
-const OUTBOX_NOTIFY = `pg_notify('${CHANNEL}', '{"kind":"outbox"}')`;
+const OUTBOX_NOTICE = '{"kind":"outbox"}';
+
+/** Runs a statement that changes `collection`; each row it returns is announced once committed. */
+async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
+  const result = await d.query(text, values);
+  for (const row of result.rows) d.announce(JSON.stringify({ kind: 'record', collection, id: Number(row.id) }));
+  return result;
+}
 
 /**
  * `work`: where the dispatcher's outbox statements run (claims, outcomes, the endpoints of a
@@ -87,19 +94,19 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async insert(record) {
       const { text, values } = insertStatement('users', record);
-      const { rows } = await db.atomic((d) => d.query(notifying('users', text), values));
+      const { rows } = await db.atomic((d) => changing(d, 'users', text, values));
       return toUser(rows[0]);
     },
     async update(id, patch) {
       const statement = updateStatement('users', id, patch);
       if (!statement) return users.get(id);
-      const { rows } = await db.atomic((d) => d.query(notifying('users', statement.text), statement.values));
+      const { rows } = await db.atomic((d) => changing(d, 'users', statement.text, statement.values));
       return rows[0] && toUser(rows[0]);
     },
     async remove(id) {
       // API keys, endpoints (with deliveries and logs), reset tokens, subscriptions (with sites)
       // go by ON DELETE CASCADE in the same statement.
-      const { rows } = await db.query(notifying('users', 'DELETE FROM users WHERE id = $1 RETURNING *'), [id]);
+      const { rows } = await changing(db, 'users', 'DELETE FROM users WHERE id = $1 RETURNING *', [id]);
       return rows[0] && toUser(rows[0]);
     },
   };
@@ -125,11 +132,11 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async insert(record) {
       const { text, values } = insertStatement('api_keys', record);
-      const { rows } = await db.query(notifying('api_keys', text), values);
+      const { rows } = await changing(db, 'api_keys', text, values);
       return toApiKey(rows[0]);
     },
     async remove(id) {
-      const { rows } = await db.query(notifying('api_keys', 'DELETE FROM api_keys WHERE id = $1 RETURNING *'), [id]);
+      const { rows } = await changing(db, 'api_keys', 'DELETE FROM api_keys WHERE id = $1 RETURNING *', [id]);
       ctx.heldTouches.delete(id);
       return rows[0] && toApiKey(rows[0]);
     },
@@ -186,27 +193,26 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         const others = await d.query('SELECT 1 FROM subscriptions WHERE customer_id = $1 LIMIT 1', [record.customer_id]);
         const isDefault = record.is_default || others.rowCount === 0;
         if (isDefault) {
-          await d.query(
-            notifying(
-              'subscriptions',
-              'UPDATE subscriptions SET is_default = false, updated_at = $2 WHERE customer_id = $1 AND is_default RETURNING *',
-            ),
+          await changing(
+            d,
+            'subscriptions',
+            'UPDATE subscriptions SET is_default = false, updated_at = $2 WHERE customer_id = $1 AND is_default RETURNING *',
             [record.customer_id, record.created_at],
           );
         }
         const { text, values } = insertStatement('subscriptions', { ...record, is_default: isDefault });
-        const { rows } = await d.query(notifying('subscriptions', text), values);
+        const { rows } = await changing(d, 'subscriptions', text, values);
         return toSubscription(rows[0]);
       });
     },
     async update(id, patch) {
       const statement = updateStatement('subscriptions', id, { status: patch.status, updated_at: patch.updated_at });
       if (!statement) return subscriptions.get(id);
-      const { rows } = await db.query(notifying('subscriptions', statement.text), statement.values);
+      const { rows } = await changing(db, 'subscriptions', statement.text, statement.values);
       return rows[0] && toSubscription(rows[0]);
     },
     async remove(id) {
-      const { rows } = await db.query(notifying('subscriptions', 'DELETE FROM subscriptions WHERE id = $1 RETURNING *'), [id]);
+      const { rows } = await changing(db, 'subscriptions', 'DELETE FROM subscriptions WHERE id = $1 RETURNING *', [id]);
       return rows[0] && toSubscription(rows[0]);
     },
   };
@@ -244,12 +250,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         ]);
         if (taken.rowCount) throw new StoreConflictError('domains.owner', 'the domain belongs to another customer');
         const { text, values } = insertStatement('sites', record);
-        const { rows } = await d.query(notifying('sites', text), values);
+        const { rows } = await changing(d, 'sites', text, values);
         return toSite(rows[0]);
       });
     },
     async remove(id) {
-      const { rows } = await db.query(notifying('sites', 'DELETE FROM sites WHERE id = $1 RETURNING *'), [id]);
+      const { rows } = await changing(db, 'sites', 'DELETE FROM sites WHERE id = $1 RETURNING *', [id]);
       return rows[0] && toSite(rows[0]);
     },
   };
@@ -289,18 +295,18 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async insert(record) {
       const { text, values } = insertStatement('webhooks', record);
-      const { rows } = await db.query(notifying('webhooks', text), values);
+      const { rows } = await changing(db, 'webhooks', text, values);
       return toWebhook(rows[0]);
     },
     async update(id, patch) {
       const statement = updateStatement('webhooks', id, patch);
       if (!statement) return webhooks.get(id);
-      const { rows } = await db.query(notifying('webhooks', statement.text), statement.values);
+      const { rows } = await changing(db, 'webhooks', statement.text, statement.values);
       return rows[0] && toWebhook(rows[0]);
     },
     async remove(id) {
       // Pending deliveries and the delivery log go by ON DELETE CASCADE.
-      const { rows } = await db.query(notifying('webhooks', 'DELETE FROM webhooks WHERE id = $1 RETURNING *'), [id]);
+      const { rows } = await changing(db, 'webhooks', 'DELETE FROM webhooks WHERE id = $1 RETURNING *', [id]);
       return rows[0] && toWebhook(rows[0]);
     },
   };
@@ -417,9 +423,9 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
 
   const outbox: OutboxRepository = {
     async enqueue(event: EventRecord, deliveries: DeliveryRecord[]) {
-      // One statement: the event, its deliveries (to endpoints that still exist) and the signal
-      // to dispatchers commit together.
-      await db.query(
+      // One statement: the event and its deliveries (to endpoints that still exist) commit
+      // together; dispatchers are told once it is committed.
+      const { rows } = await db.query<{ queued: number }>(
         `WITH e AS (
            INSERT INTO events (id, event, owner_id, data, "timestamp") VALUES ($1, $2, $3, $4::jsonb, $5)
            ON CONFLICT (id) DO NOTHING
@@ -431,7 +437,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
            WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
            RETURNING 1
          )
-         SELECT CASE WHEN (SELECT count(*) FROM d) > 0 THEN ${OUTBOX_NOTIFY} END`,
+         SELECT count(*)::int AS queued FROM d`,
         [
           event.id,
           event.event,
@@ -450,6 +456,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
           deliveries.map((x) => (x.manual === undefined ? null : x.manual)),
         ],
       );
+      if (rows[0].queued > 0) db.announce(OUTBOX_NOTICE);
     },
     async claim(options: ClaimOptions) {
       const { owner, now, leaseMs, limit, perEndpoint } = options;
@@ -477,7 +484,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async settle(owner: string, outcomes: DeliveryOutcome[]) {
       if (outcomes.length === 0) return [];
-      const { rows } = await work.query<{ settled: string[] | null }>(RECORD_SQL, recordValues(owner, outcomes, [], []));
+      const { rows } = await work.query<RecordRow>(RECORD_SQL, recordValues(owner, outcomes, [], []));
+      announceRecorded(work, rows[0]);
       return rows[0].settled ?? [];
     },
     async record(owner, outcomes, entries) {
@@ -491,20 +499,18 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
           prune.push(entry.endpoint_id);
         } else ctx.unpruned.set(entry.endpoint_id, count);
       }
-      const { rows } = await work.query<{ ids: number[] | null }>(RECORD_SQL, recordValues(owner, outcomes, entries, prune));
+      const { rows } = await work.query<RecordRow>(RECORD_SQL, recordValues(owner, outcomes, entries, prune));
+      announceRecorded(work, rows[0]);
       return withIds(entries, rows[0].ids);
     },
     async release(owner, ids) {
       if (ids.length === 0) return;
-      await work.query(
-        `WITH r AS (
-           UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
-           WHERE id = ANY ($2::text[]) AND lease_owner = $1 AND state = 'pending'
-           RETURNING 1
-         )
-         SELECT CASE WHEN (SELECT count(*) FROM r) > 0 THEN ${OUTBOX_NOTIFY} END`,
+      const { rowCount } = await work.query(
+        `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+         WHERE id = ANY ($2::text[]) AND lease_owner = $1 AND state = 'pending'`,
         [owner, ids],
       );
+      if (rowCount) work.announce(OUTBOX_NOTICE);
     },
     async nextDueAt() {
       // The earliest of each endpoint's first due (a skip scan of the per-endpoint due index).
@@ -539,7 +545,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       if (entries.length === 0) return [];
       // The endpoints written to keep their newest LOG_RETENTION entries at once.
       const touched = [...new Set(entries.map((e) => e.endpoint_id))];
-      const { rows } = await db.query<{ ids: number[] | null }>(RECORD_SQL, recordValues('', [], entries, touched));
+      const { rows } = await db.query<RecordRow>(RECORD_SQL, recordValues('', [], entries, touched));
+      announceRecorded(db, rows[0]);
       return withIds(entries, rows[0].ids);
     },
     async list(endpointId: number, query: DeliveryLogQuery = {}) {
@@ -584,9 +591,9 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
  * Appends log entries, settles outcomes and prunes logs in one statement (one round trip, one
  * commit). Each entry gets its id from the sequence in the order given, also when its endpoint
  * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does). Final
- * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. One
- * notification names the new entries (daemons with someone watching fetch them) and another
- * wakes dispatchers for retries. Prunes skip rows another daemon is pruning (two pruners locking
+ * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. Once
+ * committed, one notice names the kept entries (daemons with someone watching read them) and
+ * another wakes dispatchers for retries. Prunes skip rows another daemon is pruning (two pruners locking
  * one endpoint's rows in different orders would deadlock); the next prune takes what is left.
  */
 const RECORD_SQL = /* sql */ `
@@ -625,8 +632,23 @@ WITH u AS MATERIALIZED (
 )
 SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,
        (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,
-       (SELECT pg_notify('${CHANNEL}', json_build_object('kind', 'logged', 'ids', json_agg(ins.id ORDER BY ins.id))::text) FROM ins HAVING count(*) > 0),
-       CASE WHEN EXISTS (SELECT 1 FROM retried) THEN ${OUTBOX_NOTIFY} END`;
+       (SELECT array_agg(id ORDER BY id) FROM ins) AS logged,
+       EXISTS (SELECT 1 FROM retried) AS retried`;
+
+interface RecordRow extends Row {
+  /** Every entry's id, in the order given. */
+  ids: number[] | null;
+  settled: string[] | null;
+  /** The ids of the entries kept (their endpoints exist). */
+  logged: number[] | null;
+  retried: boolean;
+}
+
+/** New entries are named to every daemon; a retry wakes dispatchers. */
+function announceRecorded(d: Db, row: RecordRow): void {
+  if (row.logged?.length) d.announce(JSON.stringify({ kind: 'logged', ids: row.logged.map(Number) }));
+  if (row.retried) d.announce(OUTBOX_NOTICE);
+}
 
 function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: number[]): unknown[] {
   return [

@@ -68,16 +68,6 @@ export function updateStatement(table: Table, id: number, patch: object): { text
   return { text: `UPDATE ${table} SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, values };
 }
 
-/**
- * Wraps a statement that returns rows of a collection so that each changed row is announced on
- * the change feed; NOTIFY is delivered when the transaction commits.
- */
-export function notifying(collection: string, statement: string): string {
-  return `WITH r AS (${statement})
-    SELECT r.*, pg_notify('panelctl_changes', json_build_object('kind', 'record', 'collection', '${collection}', 'id', r.id)::text)
-    FROM r ORDER BY r.id`;
-}
-
 const str = (v: unknown) => v as string;
 const num = (v: unknown) => Number(v);
 const strOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
