@@ -43,6 +43,11 @@ export interface ApiKeysRepository {
   get(id: number): Promise<ApiKeyRecord | undefined>;
   /** By the SHA-256 hash (hex) of the presented key. */
   byHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * The key with the user it belongs to, in one lookup: an API request's caller is known from
+   * one round trip. Undefined when there is no such key (or its user is gone).
+   */
+  callerByHash(keyHash: string): Promise<{ key: ApiKeyRecord; user: UserRecord } | undefined>;
   /** A user's keys, by id. */
   listByUser(userId: number): Promise<ApiKeyRecord[]>;
   insert(record: NewRecord<ApiKeyRecord>): Promise<ApiKeyRecord>;

@@ -136,6 +136,11 @@ export class JsonRepositories implements Repositories {
     this.apiKeys = {
       get: async (id) => state.api_keys.get(id),
       byHash: async (hash) => state.api_keys.byUnique('hash', hash),
+      callerByHash: async (hash) => {
+        const key = state.api_keys.byUnique('hash', hash);
+        const user = key && state.users.get(key.user_id);
+        return key && user ? { key, user } : undefined;
+      },
       listByUser: async (userId) => sorted(state.api_keys.byGroup('user', userId)),
       insert: (record) =>
         run((w) => {

@@ -20,7 +20,7 @@ import {
   type WebhooksRepository,
 } from '../store.js';
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
-import type { Db } from './db.js';
+import type { Db, Row } from './db.js';
 import {
   insertStatement,
   logExtra,
@@ -107,6 +107,14 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
     async byHash(keyHash) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE key_hash = $1', [keyHash]);
       return rows[0] && withHeldTouch(toApiKey(rows[0]));
+    },
+    async callerByHash(keyHash) {
+      // The user comes as one json column: its columns would otherwise clash with the key's.
+      const { rows } = await db.query(
+        'SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1',
+        [keyHash],
+      );
+      return rows[0] && { key: withHeldTouch(toApiKey(rows[0])), user: toUser(rows[0].caller as Row) };
     },
     async listByUser(userId) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE user_id = $1 ORDER BY id', [userId]);

@@ -186,6 +186,23 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.apiKeys.byHash('a'.repeat(64))).toBeUndefined();
         expect(await store.apiKeys.remove(k1.id)).toBeUndefined();
       });
+
+      it('callerByHash answers the key with its user, and nothing once either is removed (on any handle)', async () => {
+        const user = await store.users.insert({ ...userRecord('caller@example.test', 'admin'), totp_last_step: 42, token_generation: 3 });
+        const base = { name: 'k', key_prefix: 'ncp_0123456789abcdef', last_used_at: null, expires_at: '2099-01-01T00:00:00.000Z', created_at: T0 };
+        const k1 = await store.apiKeys.insert({ ...base, user_id: user.id, key_hash: 'd'.repeat(64) });
+        const k2 = await store.apiKeys.insert({ ...base, user_id: user.id, key_hash: 'e'.repeat(64) });
+        expect(await store.apiKeys.callerByHash('d'.repeat(64))).toEqual({ key: k1, user });
+        expect(await store.apiKeys.callerByHash('f'.repeat(64))).toBeUndefined();
+        const another = backend.openAnother ? await backend.openAnother() : store;
+        if (another !== store) opened.push(another);
+        expect(await another.apiKeys.callerByHash('d'.repeat(64))).toEqual({ key: k1, user });
+        await store.apiKeys.remove(k1.id);
+        expect(await another.apiKeys.callerByHash('d'.repeat(64))).toBeUndefined();
+        expect((await another.apiKeys.callerByHash('e'.repeat(64)))?.key.id).toBe(k2.id);
+        await store.users.remove(user.id);
+        expect(await another.apiKeys.callerByHash('e'.repeat(64))).toBeUndefined();
+      });
     });
 
     describe('subscriptions and sites', () => {
