@@ -21,6 +21,7 @@ import {
 } from '../store.js';
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type { Db, Row } from './db.js';
+import { HitBatcher } from './hit-batcher.js';
 import {
   insertStatement,
   logExtra,
@@ -341,27 +342,35 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
     },
   };
 
+  /**
+   * Counts `hits` hits of `key` in one statement, so concurrent hits from any number of daemons
+   * each count exactly once. A new window starts when the key is not locked and its window ended
+   * or its lock did. A soft statement (request windows) commits without waiting for its WAL
+   * flush: every request of one user updates this one row, and a durable commit keeps the row
+   * locked through an fsync, so that user's requests (on every daemon) went one fsync at a time.
+   * A crash forgets at most the last fraction of a second of such hits (the contract allows a
+   * second).
+   */
+  const countHits = async (key: string, windowMs: number, now: number, hits: number, soft: boolean) => {
+    const { rows } = await db.query(
+      `INSERT INTO limiter AS l (key, count, window_start, locked_until)
+       SELECT $1, $4::int, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $4::int ELSE l.count + $4::int END,
+         window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
+         locked_until = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
+       RETURNING *`,
+      [key, windowMs, now, hits],
+    );
+    return toLimiter(rows[0]);
+  };
+  // Request-window hits outside a transaction are coalesced per key (see HitBatcher). Inside a
+  // transaction a hit commits with it, durably; lockout hits stay one durable statement each.
+  const softHits = db.inTransaction ? null : new HitBatcher((key, windowMs, now, hits) => countHits(key, windowMs, now, hits, true));
   const limiter: LimiterRepository = {
     async hit(key, windowMs, now, options) {
-      // One statement, so concurrent hits from any number of daemons each count exactly once.
-      // A new window starts when the key is not locked and its window ended or its lock did.
-      // A hit that need not be durable (request windows) commits without waiting for its WAL
-      // flush: every request of one user updates this one row, and a durable commit keeps the
-      // row locked through an fsync, so that user's requests (on every daemon) went one fsync at
-      // a time. A crash forgets at most the last fraction of a second of such hits (the contract
-      // allows a second). Inside a transaction the hit commits with it, durably.
-      const soft = options?.durable === false && !db.inTransaction;
-      const { rows } = await db.query(
-        `INSERT INTO limiter AS l (key, count, window_start, locked_until)
-         SELECT $1, 1, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
-         ON CONFLICT (key) DO UPDATE SET
-           count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 1 ELSE l.count + 1 END,
-           window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
-           locked_until = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
-         RETURNING *`,
-        [key, windowMs, now],
-      );
-      return toLimiter(rows[0]);
+      if (softHits && options?.durable === false) return softHits.hit(key, windowMs, now);
+      return countHits(key, windowMs, now, 1, false);
     },
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);

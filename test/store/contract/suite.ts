@@ -370,6 +370,24 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.limiter.get('burst'))?.count).toBe(100);
       });
 
+      it('100 concurrent non-durable hits (on two handles when there are two) answer 1..100 each once, in order per handle', async () => {
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        const hits = Array.from({ length: 100 }, (_, i) => (i % 2 ? other : store).limiter.hit('soft', 60_000, 1_000, { durable: false }));
+        const counts = (await Promise.all(hits)).map((r) => r.count);
+        expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+        for (const parity of [0, 1]) {
+          const mine = counts.filter((_, i) => i % 2 === parity);
+          expect(mine).toEqual([...mine].sort((a, b) => a - b));
+        }
+        expect((await store.limiter.get('soft'))?.count).toBe(100);
+        // Once the window has ended, a burst starts a new one: 1..10 again.
+        const fresh = await Promise.all(Array.from({ length: 10 }, () => store.limiter.hit('soft', 60_000, 61_000, { durable: false })));
+        expect(fresh.map((r) => r.count)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+        expect(fresh.every((r) => r.window_start === 61_000)).toBe(true);
+        expect((await other.limiter.get('soft'))?.count).toBe(10);
+      });
+
       it('release takes back a hit; lock holds until its time, then a hit starts afresh', async () => {
         await store.limiter.hit('l', 60_000, 1_000);
         await store.limiter.hit('l', 60_000, 1_000);
