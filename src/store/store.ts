@@ -186,6 +186,20 @@ export interface ClaimOptions {
   ids?: readonly string[];
 }
 
+/** What every delivery of a published event shares. */
+export interface DeliveryTemplate {
+  /** The payload bytes a receiver gets. */
+  body: string;
+  next_attempt_at: number;
+  created_at: string;
+}
+
+/** A delivery queued by `outbox.publish`. */
+export interface QueuedDelivery {
+  id: string;
+  endpoint_id: number;
+}
+
 /**
  * The outbox: events with their deliveries, persisted before any attempt is made. Several
  * dispatchers may share it: a delivery is claimed under a lease, and a claimer that dies loses
@@ -194,6 +208,13 @@ export interface ClaimOptions {
 export interface OutboxRepository {
   /** Persists an event with its deliveries (in the caller's transaction, if any). */
   enqueue(event: EventRecord, deliveries: DeliveryRecord[]): Promise<void>;
+  /**
+   * Persists `event` with one pending delivery per endpoint that receives it, in one step (in
+   * the caller's transaction, if any): the endpoints `webhooks.subscribedTo(event.event,
+   * event.owner_id)` answers, each delivery made from `template` with a new id, the endpoint's
+   * owner as `owner_id` and no attempts. Answers the queued deliveries by endpoint id.
+   */
+  publish(event: EventRecord, template: DeliveryTemplate): Promise<QueuedDelivery[]>;
   /**
    * Due pending deliveries (`next_attempt_at <= now`) that nobody holds a live lease on, oldest
    * due first and spread over endpoints (at most `perEndpoint` each), leased to `owner` until

@@ -8,6 +8,7 @@ import {
   type DeliveryLogQuery,
   type DeliveryLogRepository,
   type DeliveryOutcome,
+  type DeliveryTemplate,
   type LimiterRepository,
   type OutboxRepository,
   type Repositories,
@@ -456,6 +457,40 @@ export function createRepositories(db: Db, ctx: StoreContext): Repositories {
           deliveries.map((x) => (x.manual === undefined ? null : x.manual)),
         ],
       );
+    },
+    async publish(event: EventRecord, template: DeliveryTemplate) {
+      // One statement: the endpoints are matched as subscribedTo does, and the event, one
+      // delivery per endpoint and the signal to dispatchers commit together.
+      const { rows } = await db.query<{ ids: string[]; endpoint_ids: number[] }>(
+        `WITH e AS (
+           INSERT INTO events (id, event, owner_id, data, "timestamp") VALUES ($1, $2, $3, $4::jsonb, $5)
+           ON CONFLICT (id) DO NOTHING
+         ), d AS (
+           INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
+           SELECT gen_random_uuid()::text, $1, w.id, w.user_id, $2, $6, 'pending', 0, $7, $8
+           FROM webhooks w JOIN users u ON u.id = w.user_id
+           WHERE w.active
+             AND (w.events = '*' OR $2 = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
+             AND (u.role = 'admin' OR w.user_id = $3)
+           RETURNING id, endpoint_id
+         )
+         SELECT coalesce(array_agg(d.id ORDER BY d.endpoint_id), '{}') AS ids,
+                coalesce(array_agg(d.endpoint_id ORDER BY d.endpoint_id), '{}') AS endpoint_ids,
+                CASE WHEN count(*) > 0 THEN ${OUTBOX_NOTIFY} END
+         FROM d`,
+        [
+          event.id,
+          event.event,
+          event.owner_id,
+          JSON.stringify(event.data ?? {}),
+          event.timestamp,
+          template.body,
+          template.next_attempt_at,
+          template.created_at,
+        ],
+      );
+      const { ids, endpoint_ids: endpointIds } = rows[0];
+      return ids.map((id, i) => ({ id, endpoint_id: Number(endpointIds[i]) }));
     },
     async claim(options: ClaimOptions) {
       const { owner, now, leaseMs, limit, perEndpoint } = options;
