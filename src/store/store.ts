@@ -43,6 +43,11 @@ export interface ApiKeysRepository {
   get(id: number): Promise<ApiKeyRecord | undefined>;
   /** By the SHA-256 hash (hex) of the presented key. */
   byHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * The key with the user it belongs to, in one lookup: an API request's caller is known from
+   * one round trip. Undefined when there is no such key (or its user is gone).
+   */
+  callerByHash(keyHash: string): Promise<{ key: ApiKeyRecord; user: UserRecord } | undefined>;
   /** A user's keys, by id. */
   listByUser(userId: number): Promise<ApiKeyRecord[]>;
   insert(record: NewRecord<ApiKeyRecord>): Promise<ApiKeyRecord>;
@@ -185,6 +190,20 @@ export interface ClaimOptions {
   ids?: readonly string[];
 }
 
+/** What every delivery of a published event shares. */
+export interface DeliveryTemplate {
+  /** The payload bytes a receiver gets. */
+  body: string;
+  next_attempt_at: number;
+  created_at: string;
+}
+
+/** A delivery queued by `outbox.publish`. */
+export interface QueuedDelivery {
+  id: string;
+  endpoint_id: number;
+}
+
 /**
  * The outbox: events with their deliveries, persisted before any attempt is made. Several
  * dispatchers may share it: a delivery is claimed under a lease, and a claimer that dies loses
@@ -193,6 +212,13 @@ export interface ClaimOptions {
 export interface OutboxRepository {
   /** Persists an event with its deliveries (in the caller's transaction, if any). */
   enqueue(event: EventRecord, deliveries: DeliveryRecord[]): Promise<void>;
+  /**
+   * Persists `event` with one pending delivery per endpoint that receives it, in one step (in
+   * the caller's transaction, if any): the endpoints `webhooks.subscribedTo(event.event,
+   * event.owner_id)` answers, each delivery made from `template` with a new id, the endpoint's
+   * owner as `owner_id` and no attempts. Answers the queued deliveries by endpoint id.
+   */
+  publish(event: EventRecord, template: DeliveryTemplate): Promise<QueuedDelivery[]>;
   /**
    * Due pending deliveries (`next_attempt_at <= now`) that nobody holds a live lease on, oldest
    * due first and spread over endpoints (at most `perEndpoint` each), leased to `owner` until

@@ -39,7 +39,7 @@ describe('sources in-process', () => {
           if (name !== 'outbox') return value;
           return new Proxy(value, {
             get(outbox, method) {
-              if (method === 'enqueue') return async () => Promise.reject(new StoreUnavailableError('the store could not write'));
+              if (method === 'enqueue' || method === 'publish') return async () => Promise.reject(new StoreUnavailableError('the store could not write'));
               const member = Reflect.get(outbox, method);
               return typeof member === 'function' ? member.bind(outbox) : member;
             },

@@ -47,10 +47,11 @@ export class EventBus {
    * });
    */
   async publish(input: PublishInput, tx?: Repositories): Promise<PublishResult> {
-    const repositories = tx ?? this.store;
-    const endpoints = await repositories.webhooks.subscribedTo(input.event, input.owner_id);
-    const { event, deliveries } = await this.#enqueue(repositories, input, endpoints, null);
-    return { event_id: event.id, deliveries: deliveries.length };
+    // The store matches the endpoints and queues the deliveries in one step (one statement on
+    // PostgreSQL): this is on the path of every published event.
+    const { event, bytes, now } = this.#event(input);
+    const queued = await (tx ?? this.store).outbox.publish(event, { body: bytes, next_attempt_at: now, created_at: event.timestamp });
+    return { event_id: event.id, deliveries: queued.length };
   }
 
   /**
@@ -59,18 +60,10 @@ export class EventBus {
    * caller wait for the attempt before the delivery exists.
    */
   async publishTo(endpoint: WebhookRecord, input: PublishInput, manual: ManualSend = {}, tx?: Repositories): Promise<DeliveryRecord> {
-    const { deliveries } = await this.#enqueue(tx ?? this.store, input, [endpoint], manual);
-    return deliveries[0];
-  }
-
-  async #enqueue(repositories: Repositories, input: PublishInput, endpoints: WebhookRecord[], manual: ManualSend | null) {
-    const now = this.clock();
-    const timestamp = new Date(now).toISOString();
-    const event: EventRecord = { id: randomUUID(), event: input.event, owner_id: input.owner_id, data: input.data, timestamp };
-    const bytes = manual?.body ?? payloadBody(input.event, timestamp, input.data);
-    const deliveries: DeliveryRecord[] = endpoints.map((endpoint) => ({
-      id: manual?.deliveryId ?? randomUUID(),
-      ...(manual ? { manual: true } : {}),
+    const { event, bytes, now } = this.#event(input, manual.body);
+    const delivery: DeliveryRecord = {
+      id: manual.deliveryId ?? randomUUID(),
+      manual: true,
       endpoint_id: endpoint.id,
       // The endpoint's owner, so dispatchers share their slots fairly between customers.
       owner_id: endpoint.user_id,
@@ -79,10 +72,18 @@ export class EventBus {
       state: 'pending',
       attempts: 0,
       next_attempt_at: now,
-      created_at: timestamp,
-    }));
-    await repositories.outbox.enqueue(event, deliveries);
-    return { event, deliveries };
+      created_at: event.timestamp,
+    };
+    await (tx ?? this.store).outbox.enqueue(event, [delivery]);
+    return delivery;
+  }
+
+  /** The event record stamped now, with the bytes its deliveries carry (`body` when given). */
+  #event(input: PublishInput, body?: string) {
+    const now = this.clock();
+    const timestamp = new Date(now).toISOString();
+    const event: EventRecord = { id: randomUUID(), event: input.event, owner_id: input.owner_id, data: input.data, timestamp };
+    return { event, bytes: body ?? payloadBody(input.event, timestamp, input.data), now };
   }
 }
 

@@ -37,12 +37,13 @@ export function presentedCredential(request: FastifyRequest): string | null {
 
 /** An API key's caller, with when the key stops being valid (epoch ms; Infinity when never). */
 async function resolveApiKey(app: FastifyInstance, credential: string, now: number): Promise<{ principal: Principal; expiresAt: number }> {
-  const key = await app.store.apiKeys.byHash(hashApiKey(credential));
-  if (!key) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
+  // The key and its user in one round trip, on every request (no cache: a key deleted on
+  // another daemon of the database is refused at once).
+  const caller = await app.store.apiKeys.callerByHash(hashApiKey(credential));
+  if (!caller) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
+  const { key, user } = caller;
   const expiresAt = key.expires_at ? Date.parse(key.expires_at) : Infinity;
   if (expiresAt <= now) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key has expired');
-  const user = await app.store.users.get(key.user_id);
-  if (!user) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key is not valid');
   touchKey(app, key.id, now);
   return { principal: { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id }, expiresAt };
 }

@@ -2,6 +2,7 @@
 // the change a Writer: the transaction's own inside `store.transaction`, else a fresh one
 // committed on its own. The store's rules (unique keys, references, cascades) are checked
 // here, inside the single-threaded change, so concurrent requests cannot both pass them.
+import { randomUUID } from 'node:crypto';
 import { subscribes } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
@@ -10,6 +11,7 @@ import {
   type ClaimOptions,
   type DeliveryLogRepository,
   type DeliveryOutcome,
+  type DeliveryTemplate,
   type HitOptions,
   type LimiterRepository,
   type NewRecord,
@@ -91,6 +93,17 @@ export class JsonRepositories implements Repositories {
       w.change({ kind: 'record', collection: 'subscriptions', id });
       return removed;
     };
+    const subscribedTo = (event: string, ownerId: number | null): WebhookRecord[] =>
+      sorted(
+        state.webhooks
+          .values()
+          .filter(
+            (w) =>
+              w.active &&
+              subscribes(w.events, event) &&
+              ((ownerId !== null && w.user_id === ownerId) || state.users.get(w.user_id)?.role === 'admin'),
+          ),
+      );
     const emailTaken = (email: string, except?: number) => {
       const other = state.users.byUnique('email', lower(email));
       if (other && other.id !== except) throw new StoreConflictError('users.email', `a user with email ${lower(email)} already exists`);
@@ -136,6 +149,11 @@ export class JsonRepositories implements Repositories {
     this.apiKeys = {
       get: async (id) => state.api_keys.get(id),
       byHash: async (hash) => state.api_keys.byUnique('hash', hash),
+      callerByHash: async (hash) => {
+        const key = state.api_keys.byUnique('hash', hash);
+        const user = key && state.users.get(key.user_id);
+        return key && user ? { key, user } : undefined;
+      },
       listByUser: async (userId) => sorted(state.api_keys.byGroup('user', userId)),
       insert: (record) =>
         run((w) => {
@@ -241,17 +259,7 @@ export class JsonRepositories implements Repositories {
       getMany: async (ids) => sorted([...new Set(ids)].flatMap((id) => state.webhooks.get(id) ?? [])),
       list: async () => sorted(state.webhooks.values()),
       listByUser: async (userId) => sorted(state.webhooks.byGroup('user', userId)),
-      subscribedTo: async (event, ownerId) =>
-        sorted(
-          state.webhooks
-            .values()
-            .filter(
-              (w) =>
-                w.active &&
-                subscribes(w.events, event) &&
-                ((ownerId !== null && w.user_id === ownerId) || state.users.get(w.user_id)?.role === 'admin'),
-            ),
-        ),
+      subscribedTo: async (event, ownerId) => subscribedTo(event, ownerId),
       count: async () => state.webhooks.size,
       insert: (record) =>
         run((w) => {
@@ -349,6 +357,25 @@ export class JsonRepositories implements Repositories {
           if (deliveries.length === 0) return;
           w.enqueue(deliveries);
           w.change({ kind: 'outbox' });
+        }),
+      // The endpoints are matched inside the change, so none is removed in between.
+      publish: (event: EventRecord, template: DeliveryTemplate) =>
+        run((w) => {
+          const deliveries: DeliveryRecord[] = subscribedTo(event.event, event.owner_id).map((endpoint) => ({
+            id: randomUUID(),
+            endpoint_id: endpoint.id,
+            owner_id: endpoint.user_id,
+            event: event.event,
+            body: template.body,
+            state: 'pending',
+            attempts: 0,
+            next_attempt_at: template.next_attempt_at,
+            created_at: template.created_at,
+          }));
+          if (deliveries.length === 0) return [];
+          w.enqueue(deliveries);
+          w.change({ kind: 'outbox' });
+          return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
         }),
       // Records are made as deliveries leave the store; inside it they are compact entries.
       claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id)).map((d) => d.record()),

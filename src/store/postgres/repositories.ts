@@ -8,6 +8,7 @@ import {
   type DeliveryLogQuery,
   type DeliveryLogRepository,
   type DeliveryOutcome,
+  type DeliveryTemplate,
   type LimiterRepository,
   type OutboxRepository,
   type Repositories,
@@ -22,6 +23,7 @@ import {
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type pg from 'pg';
 import type { Db, Row } from './db.js';
+import { HitBatcher } from './hit-batcher.js';
 import {
   insertStatement,
   logExtra,
@@ -125,6 +127,14 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     async byHash(keyHash) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE key_hash = $1', [keyHash]);
       return rows[0] && withHeldTouch(toApiKey(rows[0]));
+    },
+    async callerByHash(keyHash) {
+      // The user comes as one json column: its columns would otherwise clash with the key's.
+      const { rows } = await db.query(
+        'SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1',
+        [keyHash],
+      );
+      return rows[0] && { key: withHeldTouch(toApiKey(rows[0])), user: toUser(rows[0].caller as Row) };
     },
     async listByUser(userId) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE user_id = $1 ORDER BY id', [userId]);
@@ -350,27 +360,35 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
   };
 
+  /**
+   * Counts `hits` hits of `key` in one statement, so concurrent hits from any number of daemons
+   * each count exactly once. A new window starts when the key is not locked and its window ended
+   * or its lock did. A soft statement (request windows) commits without waiting for its WAL
+   * flush: every request of one user updates this one row, and a durable commit keeps the row
+   * locked through an fsync, so that user's requests (on every daemon) went one fsync at a time.
+   * A crash forgets at most the last fraction of a second of such hits (the contract allows a
+   * second).
+   */
+  const countHits = async (key: string, windowMs: number, now: number, hits: number, soft: boolean) => {
+    const { rows } = await db.query(
+      `INSERT INTO limiter AS l (key, count, window_start, locked_until)
+       SELECT $1, $4::int, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $4::int ELSE l.count + $4::int END,
+         window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
+         locked_until = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
+       RETURNING *`,
+      [key, windowMs, now, hits],
+    );
+    return toLimiter(rows[0]);
+  };
+  // Request-window hits outside a transaction are coalesced per key (see HitBatcher). Inside a
+  // transaction a hit commits with it, durably; lockout hits stay one durable statement each.
+  const softHits = db.inTransaction ? null : new HitBatcher((key, windowMs, now, hits) => countHits(key, windowMs, now, hits, true));
   const limiter: LimiterRepository = {
     async hit(key, windowMs, now, options) {
-      // One statement, so concurrent hits from any number of daemons each count exactly once.
-      // A new window starts when the key is not locked and its window ended or its lock did.
-      // A hit that need not be durable (request windows) commits without waiting for its WAL
-      // flush: every request of one user updates this one row, and a durable commit keeps the
-      // row locked through an fsync, so that user's requests (on every daemon) went one fsync at
-      // a time. A crash forgets at most the last fraction of a second of such hits (the contract
-      // allows a second). Inside a transaction the hit commits with it, durably.
-      const soft = options?.durable === false && !db.inTransaction;
-      const { rows } = await db.query(
-        `INSERT INTO limiter AS l (key, count, window_start, locked_until)
-         SELECT $1, 1, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
-         ON CONFLICT (key) DO UPDATE SET
-           count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 1 ELSE l.count + 1 END,
-           window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
-           locked_until = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
-         RETURNING *`,
-        [key, windowMs, now],
-      );
-      return toLimiter(rows[0]);
+      if (softHits && options?.durable === false) return softHits.hit(key, windowMs, now);
+      return countHits(key, windowMs, now, 1, false);
     },
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);
@@ -457,6 +475,40 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         ],
       );
       if (rows[0].queued > 0) db.announce(OUTBOX_NOTICE);
+    },
+    async publish(event: EventRecord, template: DeliveryTemplate) {
+      // One statement: the endpoints are matched as subscribedTo does, and the event and one
+      // delivery per endpoint commit together; dispatchers are told once it is committed.
+      const { rows } = await db.query<{ ids: string[]; endpoint_ids: number[] }>(
+        `WITH e AS (
+           INSERT INTO events (id, event, owner_id, data, "timestamp") VALUES ($1, $2, $3, $4::jsonb, $5)
+           ON CONFLICT (id) DO NOTHING
+         ), d AS (
+           INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
+           SELECT gen_random_uuid()::text, $1, w.id, w.user_id, $2, $6, 'pending', 0, $7, $8
+           FROM webhooks w JOIN users u ON u.id = w.user_id
+           WHERE w.active
+             AND (w.events = '*' OR $2 = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
+             AND (u.role = 'admin' OR w.user_id = $3)
+           RETURNING id, endpoint_id
+         )
+         SELECT coalesce(array_agg(d.id ORDER BY d.endpoint_id), '{}') AS ids,
+                coalesce(array_agg(d.endpoint_id ORDER BY d.endpoint_id), '{}') AS endpoint_ids
+         FROM d`,
+        [
+          event.id,
+          event.event,
+          event.owner_id,
+          JSON.stringify(event.data ?? {}),
+          event.timestamp,
+          template.body,
+          template.next_attempt_at,
+          template.created_at,
+        ],
+      );
+      const { ids, endpoint_ids: endpointIds } = rows[0];
+      if (ids.length > 0) db.announce(OUTBOX_NOTICE);
+      return ids.map((id, i) => ({ id, endpoint_id: Number(endpointIds[i]) }));
     },
     async claim(options: ClaimOptions) {
       const { owner, now, leaseMs, limit, perEndpoint } = options;

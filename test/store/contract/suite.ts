@@ -186,6 +186,23 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.apiKeys.byHash('a'.repeat(64))).toBeUndefined();
         expect(await store.apiKeys.remove(k1.id)).toBeUndefined();
       });
+
+      it('callerByHash answers the key with its user, and nothing once either is removed (on any handle)', async () => {
+        const user = await store.users.insert({ ...userRecord('caller@example.test', 'admin'), totp_last_step: 42, token_generation: 3 });
+        const base = { name: 'k', key_prefix: 'ncp_0123456789abcdef', last_used_at: null, expires_at: '2099-01-01T00:00:00.000Z', created_at: T0 };
+        const k1 = await store.apiKeys.insert({ ...base, user_id: user.id, key_hash: 'd'.repeat(64) });
+        const k2 = await store.apiKeys.insert({ ...base, user_id: user.id, key_hash: 'e'.repeat(64) });
+        expect(await store.apiKeys.callerByHash('d'.repeat(64))).toEqual({ key: k1, user });
+        expect(await store.apiKeys.callerByHash('f'.repeat(64))).toBeUndefined();
+        const another = backend.openAnother ? await backend.openAnother() : store;
+        if (another !== store) opened.push(another);
+        expect(await another.apiKeys.callerByHash('d'.repeat(64))).toEqual({ key: k1, user });
+        await store.apiKeys.remove(k1.id);
+        expect(await another.apiKeys.callerByHash('d'.repeat(64))).toBeUndefined();
+        expect((await another.apiKeys.callerByHash('e'.repeat(64)))?.key.id).toBe(k2.id);
+        await store.users.remove(user.id);
+        expect(await another.apiKeys.callerByHash('e'.repeat(64))).toBeUndefined();
+      });
     });
 
     describe('subscriptions and sites', () => {
@@ -353,6 +370,24 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.limiter.get('burst'))?.count).toBe(100);
       });
 
+      it('100 concurrent non-durable hits (on two handles when there are two) answer 1..100 each once, in order per handle', async () => {
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        const hits = Array.from({ length: 100 }, (_, i) => (i % 2 ? other : store).limiter.hit('soft', 60_000, 1_000, { durable: false }));
+        const counts = (await Promise.all(hits)).map((r) => r.count);
+        expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+        for (const parity of [0, 1]) {
+          const mine = counts.filter((_, i) => i % 2 === parity);
+          expect(mine).toEqual([...mine].sort((a, b) => a - b));
+        }
+        expect((await store.limiter.get('soft'))?.count).toBe(100);
+        // Once the window has ended, a burst starts a new one: 1..10 again.
+        const fresh = await Promise.all(Array.from({ length: 10 }, () => store.limiter.hit('soft', 60_000, 61_000, { durable: false })));
+        expect(fresh.map((r) => r.count)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+        expect(fresh.every((r) => r.window_start === 61_000)).toBe(true);
+        expect((await other.limiter.get('soft'))?.count).toBe(10);
+      });
+
       it('release takes back a hit; lock holds until its time, then a hit starts afresh', async () => {
         await store.limiter.hit('l', 60_000, 1_000);
         await store.limiter.hit('l', 60_000, 1_000);
@@ -463,6 +498,68 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         return { user, hooks };
       }
       const claimDefaults = { leaseMs: 30_000, limit: 100, perEndpoint: 100 };
+
+      it('publish queues one pending delivery per endpoint subscribedTo names, made from the template, and signals dispatchers', async () => {
+        const admin = await store.users.insert(userRecord('pubadmin@example.test', 'admin'));
+        const c1 = await store.users.insert(userRecord('pub1@example.test'));
+        const c2 = await store.users.insert(userRecord('pub2@example.test'));
+        const hook = (userId: number, events: string, active = true) =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active, created_at: T0, updated_at: T0 });
+        const all = await hook(admin.id, '*');
+        const mine = await hook(c1.id, 'site.created, site.deleted');
+        await hook(c2.id, '*');
+        await hook(c1.id, '*', false);
+        await hook(c1.id, 'backup.completed');
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        let heard!: () => void;
+        const signalled = new Promise<void>((resolve) => (heard = resolve));
+        const unsubscribe = other.changes.subscribe((change) => change.kind === 'outbox' && heard());
+        const template = { body: '{"event":"site.created","data":{"site_id":7}}', next_attempt_at: 1_234, created_at: T0 };
+
+        const queued = await store.outbox.publish({ ...eventRecord(), owner_id: c1.id }, template);
+        expect(queued.map((q) => q.endpoint_id)).toEqual([all.id, mine.id]);
+        expect(new Set(queued.map((q) => q.id)).size).toBe(2);
+        for (const [q, endpoint] of [[queued[0], all], [queued[1], mine]] as const) {
+          expect(await store.outbox.get(q.id)).toStrictEqual({
+            id: q.id,
+            endpoint_id: endpoint.id,
+            owner_id: endpoint.user_id,
+            event: 'site.created',
+            body: template.body,
+            state: 'pending',
+            attempts: 0,
+            next_attempt_at: 1_234,
+            created_at: T0,
+          });
+        }
+        await Promise.race([signalled, new Promise((_, reject) => setTimeout(() => reject(new Error('no outbox change heard')), 10_000))]);
+        unsubscribe();
+        expect((await store.outbox.publish(eventRecord(), template)).map((q) => q.endpoint_id)).toEqual([all.id]);
+        expect(await store.outbox.publish({ ...eventRecord(), event: 'user.deleted', owner_id: c2.id }, template)).toHaveLength(2);
+        expect(await store.outbox.pendingCount()).toBe(5);
+        await store.webhooks.update(all.id, { active: false, updated_at: T0 });
+        expect(await store.outbox.publish({ ...eventRecord(), event: 'backup.failed', owner_id: c1.id }, template)).toEqual([]);
+        expect(await store.outbox.pendingCount()).toBe(5);
+      });
+
+      it('publish inside a transaction commits with it, or leaves nothing when it throws', async () => {
+        const { user, hooks } = await endpoints(2);
+        const template = { body: '{}', next_attempt_at: 0, created_at: T0 };
+        let kept: { id: string }[] = [];
+        await expect(
+          store.transaction(async (tx) => {
+            kept = await tx.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
+            throw new Error('changed my mind');
+          }),
+        ).rejects.toThrow('changed my mind');
+        expect(kept).toHaveLength(2);
+        expect(await store.outbox.get(kept[0].id)).toBeUndefined();
+        expect(await store.outbox.pendingCount()).toBe(0);
+        const queued = await store.transaction((tx) => tx.outbox.publish({ ...eventRecord(), owner_id: user.id }, template));
+        expect(queued.map((q) => q.endpoint_id)).toEqual(hooks.map((h) => h.id));
+        expect(await store.outbox.pendingCount()).toBe(2);
+      });
 
       it('claims due deliveries only, each endpoint\'s in due order, at most perEndpoint and limit', async () => {
         const { user, hooks } = await endpoints(2);
