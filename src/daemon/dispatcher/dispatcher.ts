@@ -22,7 +22,9 @@ export const MAX_ATTEMPTS = 2;
 export const RETRY_DELAY_MS = 2_000;
 export const LEASE_MS = 60_000;
 /** Deliveries held per endpoint and owner, in flight plus claimed ahead, as a multiple of the caps. */
-const AHEAD = 2;
+const AHEAD = 3;
+/** A claim that found nothing is not repeated with the same skips sooner than this, unless work is announced. */
+const RECHECK_MS = 250;
 /** A ready delivery's endpoint read longer ago than this is read again before its attempt. */
 const ENDPOINT_FRESH_MS = 1_000;
 /** How long a test or redeliver waits for the first attempt's log entry, whoever makes it. */
@@ -140,8 +142,8 @@ export class Dispatcher {
   #stopping = false;
   #loop: Promise<void> | null = null;
   #dirty = false;
-  /** The skips of the last claim, when it found nothing (see #claimDue). */
-  #foundNothingWith: string | null = null;
+  /** The skips of the last claim and when it was made, when it found nothing (see #claimDue). */
+  #foundNothing: { skips: string; at: number } | null = null;
   #wakeSleeper: (() => void) | null = null;
   #unsubscribe: () => void = () => undefined;
 
@@ -181,7 +183,7 @@ export class Dispatcher {
     this.#running = true;
     this.#unsubscribe = this.#store.changes.subscribe((change) => {
       if (change.kind === 'outbox') {
-        this.#foundNothingWith = null;
+        this.#foundNothing = null;
         this.#wake();
       }
       else if (change.kind === 'log') this.#onLogged(change.entry);
@@ -307,8 +309,8 @@ export class Dispatcher {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           this.#wakeSleeper = null;
-          // Retries fall due and other daemons release work without a word: look afresh.
-          this.#foundNothingWith = null;
+          // Retries fall due without a word: look afresh.
+          this.#foundNothing = null;
           resolve();
         }, wait);
         this.#wakeSleeper = () => {
@@ -343,11 +345,12 @@ export class Dispatcher {
   }
 
   /**
-   * Claims ahead: deliveries are leased up to twice the caps (in flight plus ready to start), so
-   * a slot that comes free is filled from the ready ones at once, without waiting for a claim,
-   * and claims are fewer and larger: an endpoint or owner is claimed for again once at least
-   * half of its cap is free of the twice, and a claim that found nothing is not made again with
-   * the same skips until new work is announced or the safety poll comes round. An endpoint that
+   * Claims ahead: deliveries are leased up to three times the caps (in flight plus ready to
+   * start), so a slot that comes free is filled from the ready ones at once, without waiting for
+   * a claim, and claims are fewer and larger: an endpoint or owner is claimed for again once a
+   * whole cap is free of the three, and a claim that found nothing is not made again with
+   * the same skips for RECHECK_MS unless work is announced (a dead daemon's leases end
+   * unannounced, and slot releases keep the safety poll from coming round). An endpoint that
    * is backing off is not claimed ahead.
    */
   async #claimDue(): Promise<void> {
@@ -360,7 +363,7 @@ export class Dispatcher {
       for (const endpointId of this.#heldKeys(this.#byEndpoint, this.#readyByEndpoint)) {
         const backingOff = this.#backoff.has(endpointId);
         const left = (backingOff ? 1 : AHEAD * this.#perEndpoint) - this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId);
-        if (left <= 0 || (!backingOff && left < this.#perEndpoint / 2)) skipEndpoints.push(endpointId);
+        if (left <= 0 || (!backingOff && left < this.#perEndpoint)) skipEndpoints.push(endpointId);
         else perEndpoint = Math.min(perEndpoint, left);
       }
       // An idle endpoint that is backing off may take one only.
@@ -369,11 +372,12 @@ export class Dispatcher {
       const ownerRoom: Array<[number, number]> = [];
       for (const ownerId of this.#heldKeys(this.#byOwner, this.#readyByOwner)) {
         const left = AHEAD * this.#perOwner - this.#held(this.#byOwner, this.#readyByOwner, ownerId);
-        if (left < this.#perOwner / 2) skipOwners.push(ownerId);
+        if (left < this.#perOwner) skipOwners.push(ownerId);
         else ownerRoom.push([ownerId, left]);
       }
       const skips = `${skipEndpoints.sort((a, b) => a - b).join(',')}|${skipOwners.sort((a, b) => a - b).join(',')}`;
-      if (skips === this.#foundNothingWith) return;
+      const nothing = this.#foundNothing;
+      if (nothing && nothing.skips === skips && this.#clock() - nothing.at < RECHECK_MS) return;
       const claimed = await this.#store.outbox.claim({
         owner: this.owner,
         now: this.#clock(),
@@ -386,7 +390,7 @@ export class Dispatcher {
         ownerRoom,
       });
       if (this.#stopping) return this.#releaseUnstarted(claimed);
-      this.#foundNothingWith = claimed.length === 0 ? skips : null;
+      this.#foundNothing = claimed.length === 0 ? { skips, at: this.#clock() } : null;
       const endpoints = this.#readEndpoints(claimed);
       const at = this.#clock();
       for (const delivery of claimed) {
@@ -498,7 +502,10 @@ export class Dispatcher {
       this.#active--;
       this.#byEndpoint.add(endpointId, -1);
       if (ownerId !== null) this.#byOwner.add(ownerId, -1);
-      if (!this.#stopping) this.#wake();
+      if (this.#stopping) return;
+      // A ready delivery takes the slot now, even while the loop waits for a claim.
+      this.#launchReady();
+      this.#wake();
     };
     const job = this.#attempt(delivery, endpoints, () => setImmediate(release))
       .catch((error) => {
