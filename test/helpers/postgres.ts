@@ -75,6 +75,8 @@ export async function startCluster(bin: string, options: { durable?: boolean } =
       `-c unix_socket_directories=${dir}`,
       ...(options.durable ? [] : ['-c fsync=off', '-c full_page_writes=off']),
       '-c max_connections=300',
+      // BENCH_PG_OPTIONS: further server options when measuring (e.g. '-c shared_preload_libraries=pg_stat_statements').
+      ...(process.env.BENCH_PG_OPTIONS ? [process.env.BENCH_PG_OPTIONS] : []),
     ].join(' ');
     await exec('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(dir, 'postgres.log'), '-o', serverOptions]);
     let stopped = false;
