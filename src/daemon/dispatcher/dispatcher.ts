@@ -300,8 +300,9 @@ export class Dispatcher {
         const due = await this.#store.outbox.nextDueAt();
         const now = this.#clock();
         // Due now but not claimable (leased, or its endpoint or owner at its limit): an attempt
-        // ending or the poll brings us back.
-        if (due !== null && due > now) wait = Math.min(due - now, this.#pollMs);
+        // ending brings us back, or a look every RECHECK_MS, since another daemon's leases (a
+        // dead one's among them) end without a word.
+        if (due !== null) wait = due > now ? Math.min(due - now, this.#pollMs) : Math.min(RECHECK_MS, this.#pollMs);
       } catch (error) {
         this.#log?.error({ err: error }, 'could not take webhook deliveries from the outbox');
       }

@@ -565,20 +565,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       if (rowCount) work.announce(OUTBOX_NOTICE);
     },
     async nextDueAt() {
-      // The earliest of each endpoint's first due (a skip scan of the per-endpoint due index).
+      // The earliest of each endpoint's first due (the per-endpoint due index).
       const { rows } = await work.query<{ due: number | null }>(
-        `WITH RECURSIVE endpoints AS (
-           (SELECT e.endpoint_id FROM deliveries e WHERE e.state = 'pending' ORDER BY e.endpoint_id LIMIT 1)
-           UNION ALL
-           SELECT (SELECT e.endpoint_id FROM deliveries e
-                   WHERE e.state = 'pending' AND e.endpoint_id > endpoints.endpoint_id
-                   ORDER BY e.endpoint_id LIMIT 1)
-           FROM endpoints WHERE endpoints.endpoint_id IS NOT NULL
-         )
-         SELECT min((SELECT x.next_attempt_at FROM deliveries x
-                     WHERE x.endpoint_id = endpoints.endpoint_id AND x.state = 'pending'
+        `SELECT min((SELECT x.next_attempt_at FROM deliveries x
+                     WHERE x.endpoint_id = p.endpoint_id AND x.state = 'pending'
                      ORDER BY x.next_attempt_at LIMIT 1)) AS due
-         FROM endpoints WHERE endpoints.endpoint_id IS NOT NULL`,
+         FROM pending_endpoints p`,
       );
       return rows[0].due === null ? null : Number(rows[0].due);
     },
