@@ -472,8 +472,9 @@ export class Dispatcher {
 
   /**
    * The endpoints of one claimed batch, in one read (a read per attempt was the dispatcher's
-   * largest share of queries on PostgreSQL). The attempts start at once, so each still signs
-   * with the secret current when it is made. A failed read fails the attempts that wait on it.
+   * largest share of queries on PostgreSQL). An attempt starts within a second of the read (a
+   * ready one waiting longer reads again), so it signs with the secret current when it is made.
+   * A failed read fails the attempts that wait on it.
    */
   #readEndpoints(deliveries: DeliveryRecord[]): Promise<Map<number, WebhookRecord>> {
     if (deliveries.length === 0) return Promise.resolve(new Map());
