@@ -386,4 +386,21 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await b.deliveryLog.get(hook.id, appended[0].id)).toBeUndefined();
     expect((await b.deliveryLog.since(appended[126].id, 10)).map((e) => e.payload)).toEqual([127, 128, 129]);
   });
+
+  it('prunes a dispatcher\'s log rows every 100 entries of an endpoint, and only that endpoint\'s', async () => {
+    const owner = await a.users.insert(user());
+    const [busy, quiet] = [await a.webhooks.insert(webhook(owner.id)), await a.webhooks.insert(webhook(owner.id))];
+    await a.outbox.record('w', [], Array.from({ length: 30 }, () => logEntry(quiet.id)));
+    const recorded: DeliveryLogEntry[] = [];
+    for (let i = 0; i < 25; i++) recorded.push(...(await a.outbox.record('w', [], Array.from({ length: 10 }, () => logEntry(busy.id)))));
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const rows = async (endpointId: number) =>
+      (await client.query('SELECT id FROM delivery_log WHERE endpoint_id = $1 ORDER BY id DESC', [endpointId])).rows.map((r) => Number(r.id));
+    // Pruned at the 100th and the 200th entry, each time to the newest 100 of the rows there
+    // before that batch (190 then: 100 kept, and the batch's 10), so 110 and 50 since.
+    expect(await rows(busy.id)).toEqual(recorded.slice(-160).map((e) => e.id).reverse());
+    expect(await rows(quiet.id)).toHaveLength(30);
+    await client.end();
+  });
 });

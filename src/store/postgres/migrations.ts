@@ -369,6 +369,86 @@ END
 $fn$;
 `,
   },
+  {
+    version: 4,
+    name: 'claim by primary key, vacuum the queue tables often',
+    sql: /* sql */ `
+-- The outbox and the log are queues: every delivery is a row written, leased and deleted, and
+-- every attempt a log row written and, a hundred attempts later, deleted. At the default
+-- thresholds (a fifth of the table dead) autovacuum let them grow to ten times their live rows,
+-- and every scan of them read the dead ones. Vacuum and analyze them after a fixed number of
+-- changes instead, as queue tables are commonly set.
+ALTER TABLE deliveries SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000,
+  autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 2000,
+  autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 2000);
+ALTER TABLE delivery_log SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000,
+  autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 2000,
+  autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 2000);
+
+-- The per-endpoint due index without the id: with the table's statistics behind its churn (18
+-- pending rows estimated, 2,000 there), the server took this small-looking index for lookups by
+-- id among pending deliveries (a claim's, a release's) and walked all of it for each one. Now
+-- only the primary key has the id. A claim walks an endpoint's deliveries in the index's order
+-- (ties of due time and creation, rare within one endpoint, in the order of their rows).
+DROP INDEX deliveries_endpoint_due_idx;
+CREATE INDEX deliveries_endpoint_due_idx ON deliveries (endpoint_id, next_attempt_at, created_at) WHERE state = 'pending';
+
+-- As version 3, but each chosen candidate is looked up by its primary key, one after another in
+-- the order chosen until the limit is reached, and the locked rows are leased by row address.
+-- Version 3 joined the candidate list to the table, and that join was planned as a scan of every
+-- pending delivery while the statistics were behind.
+CREATE OR REPLACE FUNCTION panelctl_claim(
+  p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_per_endpoint integer,
+  p_skip_endpoints bigint[], p_skip_owners bigint[], p_by_ids boolean, p_ids text[],
+  p_per_owner integer, p_room_owners bigint[], p_room_counts integer[]
+) RETURNS SETOF deliveries LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_candidates text[];
+BEGIN
+  IF p_by_ids THEN
+    SELECT array_agg(k.id ORDER BY k.next_attempt_at, k.created_at, k.id) INTO v_candidates FROM (
+      SELECT c.id, c.next_attempt_at, c.created_at,
+             row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.created_at, c.id) AS rank
+      FROM deliveries c
+      WHERE c.id = ANY (p_ids) AND c.state = 'pending' AND c.next_attempt_at <= p_now
+        AND (c.lease_until IS NULL OR c.lease_until <= p_now)
+    ) k WHERE k.rank <= p_per_endpoint;
+  ELSE
+    SELECT array_agg(r.id ORDER BY r.next_attempt_at, r.created_at, r.id) INTO v_candidates FROM (
+      SELECT c.*, row_number() OVER (PARTITION BY c.owner_id ORDER BY c.next_attempt_at, c.created_at, c.id) AS owner_rank
+      FROM pending_endpoints endpoints
+      CROSS JOIN LATERAL (
+        SELECT x.id, x.owner_id, x.next_attempt_at, x.created_at FROM deliveries x
+        WHERE x.endpoint_id = endpoints.endpoint_id AND x.state = 'pending' AND x.next_attempt_at <= p_now
+          AND (x.lease_until IS NULL OR x.lease_until <= p_now)
+          AND (x.owner_id IS NULL OR NOT (x.owner_id = ANY (p_skip_owners)))
+        ORDER BY x.next_attempt_at, x.created_at
+        LIMIT p_per_endpoint
+      ) c
+      WHERE NOT (endpoints.endpoint_id = ANY (p_skip_endpoints))
+    ) r
+    WHERE r.owner_id IS NULL OR p_per_owner IS NULL
+       OR r.owner_rank <= coalesce(p_room_counts[array_position(p_room_owners, r.owner_id)], p_per_owner);
+  END IF;
+  IF v_candidates IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  UPDATE deliveries u SET lease_owner = p_owner, lease_until = p_now + p_lease_ms
+  WHERE u.ctid = ANY (ARRAY(
+    SELECT d.ctid FROM unnest(v_candidates) AS k (id)
+    CROSS JOIN LATERAL (
+      SELECT x.ctid FROM deliveries x
+      WHERE x.id = k.id AND x.state = 'pending' AND (x.lease_until IS NULL OR x.lease_until <= p_now)
+      FOR UPDATE SKIP LOCKED
+    ) d
+    LIMIT p_limit
+  ))
+  RETURNING u.*;
+END
+$fn$;
+`,
+  },
 ];
 
 /**

@@ -50,6 +50,8 @@ const DOMAIN_LOCK_CLASS = 0x70616e65;
  * newest LOG_RETENTION. Pruning on every batch was a statement per batch.
  */
 const PRUNE_EVERY = LOG_RETENTION;
+/** The most rows one prune deletes of an endpoint's log; the next prune takes any rest. */
+const PRUNE_MOST = 10 * LOG_RETENTION;
 
 /** State shared by every set of repositories of one store (one process). */
 export interface StoreContext {
@@ -551,7 +553,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
           prune.push(entry.endpoint_id);
         } else ctx.unpruned.set(entry.endpoint_id, count);
       }
-      const { rows } = await work.query<RecordRow>(RECORD_SQL, recordValues(owner, outcomes, entries, prune));
+      const sql = prune.length > 0 ? RECORD_PRUNE_SQL : RECORD_SQL;
+      const { rows } = await work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
       announceRecorded(work, rows[0]);
       return withIds(entries, rows[0].ids);
     },
@@ -589,7 +592,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       if (entries.length === 0) return [];
       // The endpoints written to keep their newest LOG_RETENTION entries at once.
       const touched = [...new Set(entries.map((e) => e.endpoint_id))];
-      const { rows } = await db.query<RecordRow>(RECORD_SQL, recordValues('', [], entries, touched));
+      const { rows } = await db.query<RecordRow>(RECORD_PRUNE_SQL, recordValues('', [], entries, touched));
       announceRecorded(db, rows[0]);
       return withIds(entries, rows[0].ids);
     },
@@ -637,10 +640,22 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
  * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does). Final
  * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. Once
  * committed, one notice names the kept entries (daemons with someone watching read them) and
- * another wakes dispatchers for retries. Prunes skip rows another daemon is pruning (two pruners locking
- * one endpoint's rows in different orders would deadlock); the next prune takes what is left.
+ * another wakes dispatchers for retries. A prune deletes by row address, which the server visits
+ * in address order: two daemons pruning one endpoint at once wait for each other row by row in
+ * the same order, never in a cycle, and the second skips what the first deleted.
  */
-const RECORD_SQL = /* sql */ `
+const RECORD_SQL = recordSql(false);
+/** As RECORD_SQL, and prunes the logs of the endpoints in $18. */
+const RECORD_PRUNE_SQL = recordSql(true);
+
+/**
+ * The statement of `record`, with or without the prune. Most batches prune nothing, and a prune
+ * part in a statement costs even when its list is empty: the plan cached for it scanned the
+ * whole log table (dead rows included) before finding there was nothing to delete. The prune
+ * walks each endpoint's entries by its index, newest first, and deletes by row address.
+ */
+function recordSql(prune: boolean): string {
+  return /* sql */ `
 WITH u AS MATERIALIZED (
   SELECT nextval('delivery_log_id_seq'::regclass) AS id, v.*
   FROM (
@@ -664,20 +679,26 @@ WITH u AS MATERIALIZED (
   DELETE FROM deliveries d USING o
   WHERE d.id = o.id AND d.lease_owner = $13 AND o.state <> 'pending'
   RETURNING d.id
-), pruned AS (
-  DELETE FROM delivery_log WHERE id IN (
-    SELECT d.id FROM delivery_log d JOIN (
-      SELECT e AS endpoint_id,
-             (SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1) AS oldest_kept
-      FROM unnest($18::bigint[]) AS e
-    ) k ON d.endpoint_id = k.endpoint_id AND d.id < k.oldest_kept
-    FOR UPDATE OF d SKIP LOCKED
-  )
-)
+)${
+    prune
+      ? /* sql */ `, pruned AS (
+  DELETE FROM delivery_log WHERE ctid = ANY (ARRAY(
+    SELECT old.ctid FROM unnest($18::bigint[]) AS e (endpoint_id)
+    CROSS JOIN LATERAL (
+      SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e.endpoint_id ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1
+    ) kept
+    CROSS JOIN LATERAL (
+      SELECT y.ctid FROM delivery_log y WHERE y.endpoint_id = e.endpoint_id AND y.id < kept.id ORDER BY y.id DESC LIMIT ${PRUNE_MOST}
+    ) old
+  ))
+)`
+      : ''
+  }
 SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,
        (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,
        (SELECT array_agg(id ORDER BY id) FROM ins) AS logged,
        EXISTS (SELECT 1 FROM retried) AS retried`;
+}
 
 interface RecordRow extends Row {
   /** Every entry's id, in the order given. */
@@ -716,7 +737,7 @@ function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<
     outcomes.map((o) => o.state),
     outcomes.map((o) => o.attempts),
     outcomes.map((o) => o.next_attempt_at),
-    prune,
+    ...(prune.length > 0 ? [prune] : []),
   ];
 }
 
