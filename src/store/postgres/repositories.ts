@@ -9,6 +9,7 @@ import {
   type DeliveryLogRepository,
   type DeliveryOutcome,
   type DeliveryTemplate,
+  type QueuedDelivery,
   type LimiterRepository,
   type OutboxRepository,
   type Repositories,
@@ -23,6 +24,7 @@ import {
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type pg from 'pg';
 import type { Db, Row } from './db.js';
+import { Batcher } from './batcher.js';
 import { HitBatcher } from './hit-batcher.js';
 import {
   insertStatement,
@@ -65,6 +67,43 @@ export interface StoreContext {
 }
 
 const OUTBOX_NOTICE = '{"kind":"outbox"}';
+
+/** Publish statements in flight at once per store, and events in one at most. */
+const PUBLISH_LANES = 4;
+const PUBLISH_MOST = 64;
+
+interface Publication {
+  event: EventRecord;
+  template: DeliveryTemplate;
+}
+
+/**
+ * Events ($1..$8, one array element each) and one delivery per matching endpoint; answers, per
+ * event with deliveries, its position (n, from 1) and their ids and endpoints by endpoint. The
+ * delivery ids are made before the insert so each can be traced back to its event.
+ */
+const PUBLISH_SQL = /* sql */ `
+WITH ev AS MATERIALIZED (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[])
+    WITH ORDINALITY AS ev (id, event, owner_id, data, "timestamp", body, next_attempt_at, created_at, n)
+), e AS (
+  INSERT INTO events (id, event, owner_id, data, "timestamp")
+  SELECT ev.id, ev.event, ev.owner_id, ev.data::jsonb, ev."timestamp" FROM ev
+  ON CONFLICT (id) DO NOTHING
+), planned AS MATERIALIZED (
+  SELECT gen_random_uuid()::text AS id, ev.n, ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
+         ev.event, ev.body, ev.next_attempt_at, ev.created_at
+  FROM ev
+  JOIN webhooks w ON w.active AND (w.events = '*' OR ev.event = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
+  JOIN users u ON u.id = w.user_id
+  WHERE u.role = 'admin' OR w.user_id = ev.owner_id
+), d AS (
+  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
+  SELECT p.id, p.event_id, p.endpoint_id, p.owner_id, p.event, p.body, 'pending', 0, p.next_attempt_at, p.created_at
+  FROM planned p
+)
+SELECT p.n, array_agg(p.id ORDER BY p.endpoint_id) AS ids, array_agg(p.endpoint_id ORDER BY p.endpoint_id) AS endpoint_ids
+FROM planned p GROUP BY p.n`;
 
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
 async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
@@ -441,6 +480,31 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
   };
 
+  /**
+   * Publishes events in one statement: each event's endpoints are matched as subscribedTo does,
+   * and every event with its deliveries commits together; dispatchers are told once it is
+   * committed. Answers each event's deliveries, ordered by endpoint.
+   */
+  const publishAll = async (batch: Publication[]): Promise<QueuedDelivery[][]> => {
+    const { rows } = await db.query<{ n: number; ids: string[]; endpoint_ids: number[] }>(PUBLISH_SQL, [
+      batch.map((p) => p.event.id),
+      batch.map((p) => p.event.event),
+      batch.map((p) => p.event.owner_id),
+      batch.map((p) => JSON.stringify(p.event.data ?? {})),
+      batch.map((p) => p.event.timestamp),
+      batch.map((p) => p.template.body),
+      batch.map((p) => p.template.next_attempt_at),
+      batch.map((p) => p.template.created_at),
+    ]);
+    const queued: QueuedDelivery[][] = batch.map(() => []);
+    for (const row of rows) queued[Number(row.n) - 1] = row.ids.map((id, i) => ({ id, endpoint_id: Number(row.endpoint_ids[i]) }));
+    if (rows.length > 0) db.announce(OUTBOX_NOTICE);
+    return queued;
+  };
+  // Events published outside a transaction while others are being written go together in the
+  // next statement (see Batcher): one round trip and one commit for many under load.
+  const publishes = db.inTransaction ? null : new Batcher(publishAll, PUBLISH_LANES, PUBLISH_MOST);
+
   const outbox: OutboxRepository = {
     async enqueue(event: EventRecord, deliveries: DeliveryRecord[]) {
       // One statement: the event and its deliveries (to endpoints that still exist) commit
@@ -479,38 +543,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       if (rows[0].queued > 0) db.announce(OUTBOX_NOTICE);
     },
     async publish(event: EventRecord, template: DeliveryTemplate) {
-      // One statement: the endpoints are matched as subscribedTo does, and the event and one
-      // delivery per endpoint commit together; dispatchers are told once it is committed.
-      const { rows } = await db.query<{ ids: string[]; endpoint_ids: number[] }>(
-        `WITH e AS (
-           INSERT INTO events (id, event, owner_id, data, "timestamp") VALUES ($1, $2, $3, $4::jsonb, $5)
-           ON CONFLICT (id) DO NOTHING
-         ), d AS (
-           INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
-           SELECT gen_random_uuid()::text, $1, w.id, w.user_id, $2, $6, 'pending', 0, $7, $8
-           FROM webhooks w JOIN users u ON u.id = w.user_id
-           WHERE w.active
-             AND (w.events = '*' OR $2 = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
-             AND (u.role = 'admin' OR w.user_id = $3)
-           RETURNING id, endpoint_id
-         )
-         SELECT coalesce(array_agg(d.id ORDER BY d.endpoint_id), '{}') AS ids,
-                coalesce(array_agg(d.endpoint_id ORDER BY d.endpoint_id), '{}') AS endpoint_ids
-         FROM d`,
-        [
-          event.id,
-          event.event,
-          event.owner_id,
-          JSON.stringify(event.data ?? {}),
-          event.timestamp,
-          template.body,
-          template.next_attempt_at,
-          template.created_at,
-        ],
-      );
-      const { ids, endpoint_ids: endpointIds } = rows[0];
-      if (ids.length > 0) db.announce(OUTBOX_NOTICE);
-      return ids.map((id, i) => ({ id, endpoint_id: Number(endpointIds[i]) }));
+      if (publishes) return publishes.run({ event, template });
+      return (await publishAll([{ event, template }]))[0];
     },
     async claim(options: ClaimOptions) {
       const { owner, now, leaseMs, limit, perEndpoint } = options;

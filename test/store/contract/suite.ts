@@ -543,6 +543,34 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.outbox.pendingCount()).toBe(5);
       });
 
+      it('concurrent publishes each queue their own event\'s deliveries, as one alone would', async () => {
+        const admin = await store.users.insert(userRecord('pcadmin@example.test', 'admin'));
+        const customers = [await store.users.insert(userRecord('pc1@example.test')), await store.users.insert(userRecord('pc2@example.test'))];
+        const hook = (userId: number, events: string) =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active: true, created_at: T0, updated_at: T0 });
+        const adminHook = await hook(admin.id, '*');
+        const created = [await hook(customers[0].id, 'site.created'), await hook(customers[1].id, 'site.created')];
+        const deleted = await hook(customers[1].id, 'site.deleted');
+        const events = Array.from({ length: 40 }, (_, i) => ({
+          ...eventRecord(),
+          event: i % 3 === 2 ? 'site.deleted' : 'site.created',
+          owner_id: i % 4 === 3 ? null : customers[i % 2].id,
+        }));
+        const queued = await Promise.all(
+          events.map((event, i) => store.outbox.publish(event, { body: `{"n":${i}}`, next_attempt_at: 1_000 + i, created_at: T0 })),
+        );
+        const expected = (event: (typeof events)[number]) => {
+          if (event.owner_id === null) return [adminHook.id];
+          const owner = customers.findIndex((c) => c.id === event.owner_id);
+          return [adminHook.id, ...(event.event === 'site.created' ? [created[owner].id] : owner === 1 ? [deleted.id] : [])];
+        };
+        for (const [i, event] of events.entries()) {
+          expect(queued[i].map((q) => q.endpoint_id)).toEqual(expected(event));
+          for (const q of queued[i]) expect(await store.outbox.get(q.id)).toMatchObject({ event: event.event, body: `{"n":${i}}`, next_attempt_at: 1_000 + i });
+        }
+        expect(new Set(queued.flat().map((q) => q.id)).size).toBe(queued.flat().length);
+      });
+
       it('publish inside a transaction commits with it, or leaves nothing when it throws', async () => {
         const { user, hooks } = await endpoints(2);
         const template = { body: '{}', next_attempt_at: 0, created_at: T0 };
