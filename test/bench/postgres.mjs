@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, findPgBin, startCluster } from '../helpers/postgres.ts';
-import { ADMIN_PASSWORD, BIN, ROOT, login, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
+import { ADMIN_PASSWORD, BIN, ROOT, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
 
 /** A data directory initialised on `url` (schema and first admin in the database). */
@@ -65,7 +65,9 @@ export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], s
 
 /**
  * Dispatch on PostgreSQL: `events` events to `endpoints` endpoints, published through every
- * daemon in turn, with one daemon and then with two on the same database (rounds alternate).
+ * daemon in turn, with one daemon and then with two on the same database, and the same on one
+ * daemon on the JSON store, in alternating rounds (JSON, one, two) so that each ratio is the
+ * median of ratios of rounds taken minutes apart at most, as the other benchmarks do.
  */
 export async function benchDispatchPostgres(adminUrl, { events, endpoints, rounds, log = () => undefined, settings }) {
   const url = await createDatabase(adminUrl, 'bench_dispatch');
@@ -75,16 +77,25 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
   const receiver = await startReceiver(tls);
   const env = { PANELCTL_DATABASE_URL: url, NODE_EXTRA_CA_CERTS: join(firstDir, 'tls/cert.pem') };
   const first = await startDaemon(firstDir, { env });
+  const jsonDir = await makeDataDir();
+  const jsonTls = await tlsOf(jsonDir);
+  // The receiver's certificate is the first daemon's: the JSON daemon trusts it as the first does.
+  const json = await startDaemon(jsonDir, { env: { NODE_EXTRA_CA_CERTS: join(firstDir, 'tls/cert.pem') } });
+  json.dir = jsonDir;
   let second = null;
   try {
-    const admin = await login(first.url, tls.cert);
-    await admin.call('PUT', '/admin/settings', settings);
-    for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
-    const { key } = await admin.call('POST', '/auth/api-keys', { name: 'publisher' });
-    const run = async (daemons) => {
+    const setUp = async (daemon, ca) => {
+      const admin = await login(daemon.url, ca);
+      await admin.call('PUT', '/admin/settings', settings);
+      for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
+      return (await admin.call('POST', '/auth/api-keys', { name: 'publisher' })).key;
+    };
+    const key = await setUp(first, tls.cert);
+    const jsonKey = await setUp(json, jsonTls.cert);
+    const run = async (daemons, publisherKey = key) => {
       // Both daemons trust the first's certificate only for their own answers: each publisher
       // speaks to its daemon with that daemon's certificate.
-      const publishers = await Promise.all(daemons.map(async (d) => (await login(d.url, (await tlsOf(d.dir)).cert)).withToken(key)));
+      const publishers = await Promise.all(daemons.map(async (d) => (await login(d.url, (await tlsOf(d.dir)).cert)).withToken(publisherKey)));
       receiver.reset();
       const expected = events * endpoints;
       const start = performance.now();
@@ -94,9 +105,12 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
       return expected / ((end - start) / 1000);
     };
     first.dir = firstDir;
+    const jsonRates = [];
     const one = [];
     const two = [];
     for (let round = 0; round < rounds; round++) {
+      log(`dispatch postgres: the JSON store (round ${round + 1})…`);
+      jsonRates.push(await run([json], jsonKey));
       log(`dispatch postgres: one daemon (round ${round + 1})…`);
       if (second) {
         await stopDaemon(second);
@@ -108,9 +122,22 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
       second.dir = secondDir;
       two.push(await run([first, second]));
     }
-    return { one: median(one), two: median(two), ratio: median(two) / median(one), rounds: one.map((r, i) => [r, two[i]]) };
+    const vsJson = one.map((r, i) => r / jsonRates[i]);
+    const twoVsOne = two.map((r, i) => r / one[i]);
+    return {
+      json: median(jsonRates),
+      one: median(one),
+      two: median(two),
+      oneVsJson: median(vsJson),
+      oneVsJsonRange: [Math.min(...vsJson), Math.max(...vsJson)],
+      ratio: median(twoVsOne),
+      ratioRange: [Math.min(...twoVsOne), Math.max(...twoVsOne)],
+      rounds: one.map((r, i) => [jsonRates[i], r, two[i]]),
+    };
   } finally {
     if (second) await stopDaemon(second);
+    await stopDaemon(json);
+    await rm(jsonDir, { recursive: true, force: true });
     await stopDaemon(first);
     await receiver.close();
     await rm(firstDir, { recursive: true, force: true });
