@@ -1,7 +1,7 @@
 // The PostgreSQL store's batching of publishes (Batcher), against a statement that stands for
 // the database: how many statements a burst costs, and that each request gets its own answer.
 import { describe, expect, it } from 'vitest';
-import { Batcher } from '../../src/store/postgres/batcher.js';
+import { Batcher, KeyedBatcher } from '../../src/store/postgres/batcher.js';
 
 /** A statement answering each item doubled after a few milliseconds; records each batch. */
 function fakeStatement() {
@@ -48,5 +48,32 @@ describe('Batcher', () => {
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     db.failWith(null);
     expect(await batcher.run(4)).toBe(8);
+  });
+});
+
+describe('KeyedBatcher', () => {
+  it('answers a request that came while its key was being read from a read begun after it came', async () => {
+    let value = 'before';
+    const reads: Array<{ key: string; finish(): void }> = [];
+    const batcher = new KeyedBatcher<null, string>(async (key, requests) => {
+      const seen = value;
+      await new Promise<void>((resolve) => reads.push({ key, finish: resolve }));
+      return requests.map(() => seen);
+    });
+    const first = batcher.run('k', null);
+    // The write lands while the first read is in flight; the requests after it must see it.
+    value = 'after';
+    const later = [batcher.run('k', null), batcher.run('k', null)];
+    const other = batcher.run('other', null);
+    expect(reads.map((r) => r.key)).toEqual(['k', 'other']);
+    reads[0].finish();
+    reads[1].finish();
+    expect(await first).toBe('before');
+    expect(await other).toBe('after');
+    // The two later requests of 'k' share one read, begun once the first ended.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reads.map((r) => r.key)).toEqual(['k', 'other', 'k']);
+    reads[2].finish();
+    expect(await Promise.all(later)).toEqual(['after', 'after']);
   });
 });

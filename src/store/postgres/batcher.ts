@@ -53,3 +53,48 @@ export class Batcher<I, O> {
     }
   }
 }
+
+/** Runs the requests of one key as one statement; answers one result per request, in order. */
+export type RunKeyBatch<I, O> = (key: string, items: I[]) => Promise<O[]>;
+
+/**
+ * Requests of one key, one statement per key in flight: a request arriving while its key's
+ * statement is in flight waits for the next one, which starts after it arrived and takes every
+ * request waiting. So an answer never comes from a statement that began before its request
+ * (a read sees every write committed before the request came), and a burst of one key costs
+ * two statements, not one each.
+ */
+export class KeyedBatcher<I, O> {
+  /** Per key with a statement in flight: the requests waiting for the next one. */
+  readonly #waiting = new Map<string, Waiter<I, O>[]>();
+
+  /**
+   * @example
+   * const callers = new KeyedBatcher((hash, requests) => readCaller(hash).then((row) => requests.map(() => row)));
+   * const row = await callers.run(hash, null);
+   */
+  constructor(private readonly runBatch: RunKeyBatch<I, O>) {}
+
+  run(key: string, item: I): Promise<O> {
+    return new Promise((resolve, reject) => {
+      const waiter = { item, resolve, reject };
+      const waiting = this.#waiting.get(key);
+      if (waiting) waiting.push(waiter);
+      else this.#send(key, [waiter]);
+    });
+  }
+
+  #send(key: string, batch: Waiter<I, O>[]): void {
+    this.#waiting.set(key, []);
+    this.runBatch(key, batch.map((w) => w.item))
+      .then(
+        (results) => batch.forEach((w, i) => w.resolve(results[i])),
+        (error: unknown) => batch.forEach((w) => w.reject(error)),
+      )
+      .finally(() => {
+        const next = this.#waiting.get(key)!;
+        if (next.length === 0) this.#waiting.delete(key);
+        else this.#send(key, next);
+      });
+  }
+}

@@ -24,7 +24,7 @@ import {
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type pg from 'pg';
 import type { Db, Row } from './db.js';
-import { Batcher } from './batcher.js';
+import { Batcher, KeyedBatcher } from './batcher.js';
 import { HitBatcher } from './hit-batcher.js';
 import {
   insertStatement,
@@ -160,6 +160,17 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     if (held && (key.last_used_at === null || held > key.last_used_at)) return { ...key, last_used_at: held };
     return key;
   };
+  // The user comes as one json column: its columns would otherwise clash with the key's.
+  const readCaller = async (keyHash: string): Promise<Row | undefined> =>
+    (await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash])).rows[0];
+  // Concurrent requests with one key share a read made after they all arrived (see KeyedBatcher):
+  // a key deleted before a request came is refused all the same, on every daemon.
+  const callerReads = db.inTransaction
+    ? null
+    : new KeyedBatcher<null, Row | undefined>(async (keyHash, requests) => {
+        const row = await readCaller(keyHash);
+        return requests.map(() => row);
+      });
   const apiKeys: ApiKeysRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE id = $1', [id]);
@@ -170,12 +181,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       return rows[0] && withHeldTouch(toApiKey(rows[0]));
     },
     async callerByHash(keyHash) {
-      // The user comes as one json column: its columns would otherwise clash with the key's.
-      const { rows } = await db.query(
-        'SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1',
-        [keyHash],
-      );
-      return rows[0] && { key: withHeldTouch(toApiKey(rows[0])), user: toUser(rows[0].caller as Row) };
+      const row = callerReads ? await callerReads.run(keyHash, null) : await readCaller(keyHash);
+      return row && { key: withHeldTouch(toApiKey(row)), user: toUser(row.caller as Row) };
     },
     async listByUser(userId) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE user_id = $1 ORDER BY id', [userId]);
