@@ -74,6 +74,29 @@ function nextChange(store: PostgresStore, accept: (c: Change) => boolean): Promi
   });
 }
 
+/**
+ * Changes `store` hears from now on; `until` resolves with the first that `accept` takes, heard
+ * before or after it is called (a late notice of an earlier test's change is passed over).
+ */
+function heard(store: PostgresStore): { until(accept: (c: Change) => boolean): Promise<Change> } {
+  const seen: Change[] = [];
+  const waiting: Array<{ accept: (c: Change) => boolean; resolve: (c: Change) => void }> = [];
+  store.changes.subscribe((change) => {
+    seen.push(change);
+    for (const w of [...waiting]) {
+      if (!w.accept(change)) continue;
+      waiting.splice(waiting.indexOf(w), 1);
+      w.resolve(change);
+    }
+  });
+  return {
+    until: (accept) => {
+      const found = seen.find(accept);
+      return found ? Promise.resolve(found) : new Promise((resolve) => waiting.push({ accept, resolve }));
+    },
+  };
+}
+
 async function conflict(promise: Promise<unknown>): Promise<string> {
   const error = await promise.then(
     () => null,
@@ -225,11 +248,12 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
   });
 
   it('publishes changes to every store of the database, the writer included', async () => {
-    const seenByB = nextChange(b, (c) => c.kind === 'record' && c.collection === 'users');
-    const seenByA = nextChange(a, (c) => c.kind === 'record' && c.collection === 'users');
+    const heardByB = heard(b);
+    const heardByA = heard(a);
     const made = await a.users.insert(user());
-    expect(await seenByB).toEqual({ kind: 'record', collection: 'users', id: made.id });
-    expect(await seenByA).toEqual({ kind: 'record', collection: 'users', id: made.id });
+    const ofMade = (c: Change) => c.kind === 'record' && c.collection === 'users' && c.id === made.id;
+    expect(await heardByB.until(ofMade)).toEqual({ kind: 'record', collection: 'users', id: made.id });
+    expect(await heardByA.until(ofMade)).toEqual({ kind: 'record', collection: 'users', id: made.id });
 
     const hook = await a.webhooks.insert(webhook(made.id));
     const outbox = nextChange(b, (c) => c.kind === 'outbox');
