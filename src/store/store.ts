@@ -190,6 +190,18 @@ export interface ClaimOptions {
   ids?: readonly string[];
 }
 
+/**
+ * A dispatcher taking new deliveries at publish (see Store.takeOnPublish). An offer is the room
+ * the dispatcher holds for one publish until `take` answers it, which happens exactly once per
+ * offer made, with no deliveries when none were leased or the publish failed.
+ */
+export interface PublishTaker {
+  /** Room for the deliveries of the next publish (the `ids` of a claim do not apply); null: none now. */
+  offer(): ClaimOptions | null;
+  /** The deliveries leased under `offer`, committed, leased to `offer.owner` until `offer.now + offer.leaseMs`. */
+  take(offer: ClaimOptions, deliveries: DeliveryRecord[]): void;
+}
+
 /** What every delivery of a published event shares. */
 export interface DeliveryTemplate {
   /** The payload bytes a receiver gets. */
@@ -240,7 +252,10 @@ export interface OutboxRepository {
   record(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   /** Releases `owner`'s leases without recording anything (a dispatcher that stops). */
   release(owner: string, ids: readonly string[]): Promise<void>;
-  /** When the next pending delivery falls due (epoch ms), whatever its lease; null: none pending. */
+  /**
+   * When the next pending delivery falls due (epoch ms), or no later than that: a backend may
+   * answer when it can next be claimed (its lease's end, if later); null: none pending.
+   */
   nextDueAt(): Promise<number | null>;
   pendingCount(): Promise<number>;
   get(id: string): Promise<DeliveryRecord | undefined>;
@@ -314,6 +329,13 @@ export interface StoreInfo {
 export interface Store extends Repositories {
   readonly info: StoreInfo;
   readonly changes: ChangeFeed;
+  /**
+   * Lets a dispatcher take deliveries as they are published, without a claim: each publish
+   * outside a transaction asks `taker.offer()` for room, and the deliveries it leases under the
+   * offer (as a claim with those options would, but only of endpoints with no other claimable
+   * delivery, so older ones go first) are passed to `taker.take` once committed. Null stops it.
+   */
+  takeOnPublish(taker: PublishTaker | null): void;
   /**
    * Runs `fn` in a transaction: everything it does through `tx` commits together, durably,
    * when it resolves, or not at all when it throws (the error is rethrown). Use only `tx`

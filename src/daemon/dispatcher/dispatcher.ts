@@ -11,7 +11,7 @@
 // outside those limits.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { DeliveryOutcome, Store } from '../../store/store.js';
+import type { ClaimOptions, DeliveryOutcome, Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
@@ -142,6 +142,8 @@ export class Dispatcher {
   #stopping = false;
   #loop: Promise<void> | null = null;
   #dirty = false;
+  /** Room offered to publishes in flight (see #offer). */
+  #offered = 0;
   /** The skips of the last claim and when it was made, when it found nothing (see #claimDue). */
   #foundNothing: { skips: string; at: number } | null = null;
   #wakeSleeper: (() => void) | null = null;
@@ -190,6 +192,7 @@ export class Dispatcher {
       else if (change.kind === 'logged') this.#onLoggedIds(change.ids);
       else if (change.collection === 'webhooks') this.#owners.clear();
     });
+    this.#store.takeOnPublish({ offer: () => this.#offer(), take: (offer, deliveries) => this.#take(offer, deliveries) });
     this.#loop = this.#run().catch((error) => this.#log?.error({ err: error }, 'the webhook dispatcher stopped'));
   }
 
@@ -200,6 +203,7 @@ export class Dispatcher {
    */
   async stop(): Promise<void> {
     this.#stopping = true;
+    if (this.#running) this.#store.takeOnPublish(null);
     this.#wake();
     for (const [id, waiter] of this.#waiters) {
       if (this.#jobs.has(id)) continue;
@@ -359,24 +363,8 @@ export class Dispatcher {
       this.#launchReady();
       const room = AHEAD * this.#concurrency - this.#active - this.#ready.size;
       if (room < this.#concurrency / 2) return;
-      const skipEndpoints: number[] = [];
-      let perEndpoint = AHEAD * this.#perEndpoint;
-      for (const endpointId of this.#heldKeys(this.#byEndpoint, this.#readyByEndpoint)) {
-        const backingOff = this.#backoff.has(endpointId);
-        const left = (backingOff ? 1 : AHEAD * this.#perEndpoint) - this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId);
-        if (left <= 0 || (!backingOff && left < this.#perEndpoint)) skipEndpoints.push(endpointId);
-        else perEndpoint = Math.min(perEndpoint, left);
-      }
-      // An idle endpoint that is backing off may take one only.
-      for (const endpointId of this.#backoff) if (this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId) === 0) perEndpoint = 1;
-      const skipOwners: number[] = [];
-      const ownerRoom: Array<[number, number]> = [];
-      for (const ownerId of this.#heldKeys(this.#byOwner, this.#readyByOwner)) {
-        const left = AHEAD * this.#perOwner - this.#held(this.#byOwner, this.#readyByOwner, ownerId);
-        if (left < this.#perOwner) skipOwners.push(ownerId);
-        else ownerRoom.push([ownerId, left]);
-      }
-      const skips = `${skipEndpoints.sort((a, b) => a - b).join(',')}|${skipOwners.sort((a, b) => a - b).join(',')}`;
+      const { perEndpoint, skipEndpoints, skipOwners, ownerRoom } = this.#limits();
+      const skips = `${skipEndpoints.join(',')}|${skipOwners.join(',')}`;
       const nothing = this.#foundNothing;
       if (nothing && nothing.skips === skips && this.#clock() - nothing.at < RECHECK_MS) return;
       const claimed = await this.#store.outbox.claim({
@@ -392,17 +380,86 @@ export class Dispatcher {
       });
       if (this.#stopping) return this.#releaseUnstarted(claimed);
       this.#foundNothing = claimed.length === 0 ? { skips, at: this.#clock() } : null;
-      const endpoints = this.#readEndpoints(claimed);
-      const at = this.#clock();
-      for (const delivery of claimed) {
-        if (this.#ready.has(delivery.id) || this.#jobs.has(delivery.id)) continue;
-        this.#ready.set(delivery.id, { delivery, endpoints, at });
-        this.#readyByEndpoint.add(delivery.endpoint_id, 1);
-        if (delivery.owner_id !== null) this.#readyByOwner.add(delivery.owner_id, 1);
-      }
-      this.#launchReady();
+      this.#hold(claimed);
       if (claimed.length === 0) return;
     }
+  }
+
+  /**
+   * What a claim may take now: endpoints and owners with a whole cap free of the three held
+   * ahead (sorted), at most the least room of the others per endpoint, one of an idle endpoint
+   * that is backing off.
+   */
+  #limits(): { perEndpoint: number; skipEndpoints: number[]; skipOwners: number[]; ownerRoom: Array<[number, number]> } {
+    const skipEndpoints: number[] = [];
+    let perEndpoint = AHEAD * this.#perEndpoint;
+    for (const endpointId of this.#heldKeys(this.#byEndpoint, this.#readyByEndpoint)) {
+      const backingOff = this.#backoff.has(endpointId);
+      const left = (backingOff ? 1 : AHEAD * this.#perEndpoint) - this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId);
+      if (left <= 0 || (!backingOff && left < this.#perEndpoint)) skipEndpoints.push(endpointId);
+      else perEndpoint = Math.min(perEndpoint, left);
+    }
+    // An idle endpoint that is backing off may take one only.
+    for (const endpointId of this.#backoff) if (this.#held(this.#byEndpoint, this.#readyByEndpoint, endpointId) === 0) perEndpoint = 1;
+    const skipOwners: number[] = [];
+    const ownerRoom: Array<[number, number]> = [];
+    for (const ownerId of this.#heldKeys(this.#byOwner, this.#readyByOwner)) {
+      const left = AHEAD * this.#perOwner - this.#held(this.#byOwner, this.#readyByOwner, ownerId);
+      if (left < this.#perOwner) skipOwners.push(ownerId);
+      else ownerRoom.push([ownerId, left]);
+    }
+    skipEndpoints.sort((a, b) => a - b);
+    skipOwners.sort((a, b) => a - b);
+    return { perEndpoint, skipEndpoints, skipOwners, ownerRoom };
+  }
+
+  /** Claimed (or taken at publish) deliveries wait for a slot among the ready ones; those with room start now. */
+  #hold(deliveries: DeliveryRecord[]): void {
+    const endpoints = this.#readEndpoints(deliveries);
+    const at = this.#clock();
+    for (const delivery of deliveries) {
+      if (this.#ready.has(delivery.id) || this.#jobs.has(delivery.id)) continue;
+      this.#ready.set(delivery.id, { delivery, endpoints, at });
+      this.#readyByEndpoint.add(delivery.endpoint_id, 1);
+      if (delivery.owner_id !== null) this.#readyByOwner.add(delivery.owner_id, 1);
+    }
+    this.#launchReady();
+  }
+
+  /**
+   * Room for the deliveries of one publish, taken without a claim (see Store.takeOnPublish):
+   * the claim's limits, at most one cap of an endpoint, and of the room ahead what other
+   * publishes in flight were not offered. Endpoints that are backing off take none this way.
+   */
+  #offer(): ClaimOptions | null {
+    if (!this.#running || this.#stopping) return null;
+    const room = AHEAD * this.#concurrency - this.#active - this.#ready.size - this.#offered;
+    if (room <= 0) return null;
+    const { perEndpoint, skipEndpoints, skipOwners, ownerRoom } = this.#limits();
+    const limit = Math.min(room, 256);
+    this.#offered += limit;
+    return {
+      owner: this.owner,
+      now: this.#clock(),
+      leaseMs: this.#leaseMs,
+      limit,
+      perEndpoint: Math.min(perEndpoint, this.#perEndpoint),
+      skipEndpoints: [...new Set([...skipEndpoints, ...this.#backoff])],
+      skipOwners,
+      perOwner: AHEAD * this.#perOwner,
+      ownerRoom,
+    };
+  }
+
+  /** The deliveries leased under an offer, committed: held as a claim's are (given back if stopping). */
+  #take(offer: ClaimOptions, deliveries: DeliveryRecord[]): void {
+    this.#offered -= offer.limit;
+    if (deliveries.length === 0) return;
+    if (this.#stopping) {
+      void this.#releaseUnstarted(deliveries);
+      return;
+    }
+    this.#hold(deliveries);
   }
 
   /** Held (in flight or ready) of one endpoint or owner. */

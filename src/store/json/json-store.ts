@@ -20,6 +20,7 @@ import {
   StoreUnavailableError,
   type Change,
   type ChangeFeed,
+  type PublishTaker,
   type Repositories,
   type Store,
   type StoreInfo,
@@ -154,6 +155,7 @@ export class JsonStore implements Store {
   readonly #compactAfter: number;
   readonly #usageFlushMs: number;
   readonly #readOnly: boolean;
+  #publishTaker: PublishTaker | null = null;
   #journal: AppendLog;
   #gen: number;
   #seq: number;
@@ -212,6 +214,7 @@ export class JsonStore implements Store {
     const repositories = new JsonRepositories(state, (change, runOptions) => this.#run(change, runOptions), this.deliveryLog, {
       removeLogs: (ids) => this.#removeLogs(ids),
       touched: (id) => this.#touch(id),
+      taker: () => this.#publishTaker,
     });
     this.users = repositories.users;
     this.apiKeys = repositories.apiKeys;
@@ -294,6 +297,10 @@ export class JsonStore implements Store {
       });
       return this.#context ? this.#context.run(writer, () => fn(tx)) : fn(tx);
     });
+  }
+
+  takeOnPublish(taker: PublishTaker | null): void {
+    this.#publishTaker = taker;
   }
 
   async sharedSecret(): Promise<string | null> {

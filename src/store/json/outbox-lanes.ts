@@ -68,6 +68,41 @@ export class OutboxLanes {
     return taken;
   }
 
+  /**
+   * Leases the new deliveries `ids` (just queued, in order) within a claim's room, as a claim
+   * would, but only of endpoints with no other claimable delivery: those go first, to the next claim.
+   */
+  leaseNew(options: ClaimOptions, ids: readonly string[], lookup: (id: string) => Pending | undefined): Pending[] {
+    const { now } = options;
+    const skipEndpoints = new Set(options.skipEndpoints ?? []);
+    const skipOwners = new Set(options.skipOwners ?? []);
+    const ownerRoom = new Map(options.ownerRoom ?? []);
+    const roomOf = (owner: number | null) => (owner === null ? Infinity : (ownerRoom.get(owner) ?? options.perOwner ?? Infinity));
+    const fresh = new Set(ids);
+    const perEndpoint = new Map<number, number>();
+    const waiting = new Map<number, boolean>();
+    const taken: Pending[] = [];
+    for (const id of ids) {
+      if (taken.length >= options.limit) break;
+      const delivery = lookup(id);
+      if (!delivery || delivery.next_attempt_at > now || !this.#free(id, now)) continue;
+      const endpointId = delivery.endpoint_id;
+      if (skipEndpoints.has(endpointId) || (delivery.owner_id !== null && skipOwners.has(delivery.owner_id))) continue;
+      let blocked = waiting.get(endpointId);
+      if (blocked === undefined) {
+        blocked = this.ofEndpoint(endpointId).some((d) => !fresh.has(d.id) && d.next_attempt_at <= now && this.#free(d.id, now));
+        waiting.set(endpointId, blocked);
+      }
+      const count = perEndpoint.get(endpointId) ?? 0;
+      if (blocked || count >= options.perEndpoint || roomOf(delivery.owner_id) <= 0) continue;
+      perEndpoint.set(endpointId, count + 1);
+      if (delivery.owner_id !== null) ownerRoom.set(delivery.owner_id, roomOf(delivery.owner_id) - 1);
+      taken.push(delivery);
+    }
+    for (const delivery of taken) this.#leases.set(delivery.id, { owner: options.owner, until: now + options.leaseMs });
+    return taken;
+  }
+
   /** An endpoint's pending deliveries. */
   ofEndpoint(endpointId: number): Pending[] {
     const lane = this.#lanes.get(endpointId);

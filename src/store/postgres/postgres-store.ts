@@ -10,6 +10,7 @@ import {
   type DeliveryLogRepository,
   type LimiterRepository,
   type OutboxRepository,
+  type PublishTaker,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -86,6 +87,8 @@ export class PostgresStore implements Store {
     this.#ctx = {
       heldTouches: new Map(),
       unpruned: new Map(),
+      pruned: new Map(),
+      publishTaker: null,
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
       cacheSettings: (settings) => {
         store.#settings = store.changes.connected ? settings : null;
@@ -154,6 +157,10 @@ export class PostgresStore implements Store {
 
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
     return withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
+  }
+
+  takeOnPublish(taker: PublishTaker | null): void {
+    this.#ctx.publishTaker = taker;
   }
 
   async sharedSecret(name: string, make: () => string): Promise<string> {

@@ -12,6 +12,7 @@ import {
   type QueuedDelivery,
   type LimiterRepository,
   type OutboxRepository,
+  type PublishTaker,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -54,6 +55,23 @@ const DOMAIN_LOCK_CLASS = 0x70616e65;
 const PRUNE_EVERY = LOG_RETENTION;
 /** The most rows one prune deletes of an endpoint's log; the next prune takes any rest. */
 const PRUNE_MOST = 10 * LOG_RETENTION;
+/**
+ * Every this many prunes of an endpoint, one goes over its whole log (see PrunedLog); the others
+ * start where the last ended.
+ */
+const FULL_PRUNE_EVERY = 10;
+
+/**
+ * Where a prune of an endpoint's log ended: every entry below `below` was deleted (up to
+ * PRUNE_MOST). The next prune starts there, so it reads only the entries since: one that read
+ * the whole log went through every entry deleted since the last vacuum, thousands per endpoint
+ * under load. What it misses (an entry below `below` that another daemon committed after this
+ * prune, a rest over PRUNE_MOST) goes with the next full prune.
+ */
+export interface PrunedLog {
+  below: number;
+  count: number;
+}
 
 /** State shared by every set of repositories of one store (one process). */
 export interface StoreContext {
@@ -64,6 +82,10 @@ export interface StoreContext {
   cacheSettings(settings: Settings | null): void;
   /** Entries recorded per endpoint since its log was last pruned (by this process). */
   readonly unpruned: Map<number, number>;
+  /** Per endpoint, where this process's last prune of its log ended, and how many it made. */
+  readonly pruned: Map<number, PrunedLog>;
+  /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
+  publishTaker: PublishTaker | null;
 }
 
 const OUTBOX_NOTICE = '{"kind":"outbox"}';
@@ -77,10 +99,23 @@ interface Publication {
   template: DeliveryTemplate;
 }
 
+interface PublishRow extends Row {
+  n: number;
+  ids: string[];
+  endpoint_ids: number[];
+  owner_ids: number[];
+  leased: boolean[];
+}
+
 /**
  * Events ($1..$8, one array element each) and one delivery per matching endpoint; answers, per
- * event with deliveries, its position (n, from 1) and their ids and endpoints by endpoint. The
- * delivery ids are made before the insert so each can be traced back to its event.
+ * event with deliveries, its position (n, from 1) and their ids, endpoints, owners and whether
+ * each was leased, by endpoint. The delivery ids are made before the insert so each can be
+ * traced back to its event.
+ *
+ * With a taker's offer ($9 its owner, $10..$17 the room as in panelctl_claim), new deliveries
+ * are leased at once within that room, in event order, as a claim would lease them, but only to
+ * endpoints with no claimable delivery waiting (those go first, to whoever claims next).
  */
 const PUBLISH_SQL = /* sql */ `
 WITH ev AS MATERIALIZED (
@@ -90,19 +125,39 @@ WITH ev AS MATERIALIZED (
   INSERT INTO events (id, event, owner_id, data, "timestamp")
   SELECT ev.id, ev.event, ev.owner_id, ev.data::jsonb, ev."timestamp" FROM ev
   ON CONFLICT (id) DO NOTHING
-), planned AS MATERIALIZED (
+), matched AS MATERIALIZED (
   SELECT gen_random_uuid()::text AS id, ev.n, ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
-         ev.event, ev.body, ev.next_attempt_at, ev.created_at
+         ev.event, ev.body, ev.next_attempt_at, ev.created_at,
+         row_number() OVER (PARTITION BY w.id ORDER BY ev.n) AS endpoint_rank,
+         row_number() OVER (PARTITION BY w.user_id ORDER BY ev.n, w.id) AS owner_rank,
+         row_number() OVER (ORDER BY ev.n, w.id) AS rank
   FROM ev
   JOIN webhooks w ON w.active AND (w.events = '*' OR ev.event = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
   JOIN users u ON u.id = w.user_id
   WHERE u.role = 'admin' OR w.user_id = ev.owner_id
+), waiting AS (
+  SELECT m.endpoint_id FROM (SELECT DISTINCT endpoint_id FROM matched WHERE $9::text IS NOT NULL) m
+  CROSS JOIN LATERAL (
+    SELECT 1 FROM deliveries x
+    WHERE x.endpoint_id = m.endpoint_id AND x.state = 'pending' AND x.next_attempt_at <= $10::bigint
+      AND (x.lease_until IS NULL OR x.lease_until <= $10::bigint)
+    LIMIT 1
+  ) claimable
+), planned AS MATERIALIZED (
+  SELECT m.*,
+         $9::text IS NOT NULL AND m.next_attempt_at <= $10::bigint AND m.rank <= $12::int AND m.endpoint_rank <= $13::int
+           AND NOT (m.endpoint_id = ANY ($14::bigint[])) AND NOT (m.owner_id = ANY ($15::bigint[]))
+           AND ($16::int IS NULL OR m.owner_rank <= coalesce(($18::int[])[array_position($17::bigint[], m.owner_id)], $16::int))
+           AND m.endpoint_id NOT IN (SELECT endpoint_id FROM waiting) AS leased
+  FROM matched m
 ), d AS (
-  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
-  SELECT p.id, p.event_id, p.endpoint_id, p.owner_id, p.event, p.body, 'pending', 0, p.next_attempt_at, p.created_at
+  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at, lease_owner, lease_until)
+  SELECT p.id, p.event_id, p.endpoint_id, p.owner_id, p.event, p.body, 'pending', 0, p.next_attempt_at, p.created_at,
+         CASE WHEN p.leased THEN $9::text END, CASE WHEN p.leased THEN $10::bigint + $11::bigint END
   FROM planned p
 )
-SELECT p.n, array_agg(p.id ORDER BY p.endpoint_id) AS ids, array_agg(p.endpoint_id ORDER BY p.endpoint_id) AS endpoint_ids
+SELECT p.n, array_agg(p.id ORDER BY p.endpoint_id) AS ids, array_agg(p.endpoint_id ORDER BY p.endpoint_id) AS endpoint_ids,
+       array_agg(p.owner_id ORDER BY p.endpoint_id) AS owner_ids, array_agg(p.leased ORDER BY p.endpoint_id) AS leased
 FROM planned p GROUP BY p.n`;
 
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
@@ -493,20 +548,60 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
    * committed. Answers each event's deliveries, ordered by endpoint.
    */
   const publishAll = async (batch: Publication[]): Promise<QueuedDelivery[][]> => {
-    const { rows } = await db.query<{ n: number; ids: string[]; endpoint_ids: number[] }>(PUBLISH_SQL, [
-      batch.map((p) => p.event.id),
-      batch.map((p) => p.event.event),
-      batch.map((p) => p.event.owner_id),
-      batch.map((p) => JSON.stringify(p.event.data ?? {})),
-      batch.map((p) => p.event.timestamp),
-      batch.map((p) => p.template.body),
-      batch.map((p) => p.template.next_attempt_at),
-      batch.map((p) => p.template.created_at),
-    ]);
-    const queued: QueuedDelivery[][] = batch.map(() => []);
-    for (const row of rows) queued[Number(row.n) - 1] = row.ids.map((id, i) => ({ id, endpoint_id: Number(row.endpoint_ids[i]) }));
-    if (rows.length > 0) db.announce(OUTBOX_NOTICE);
-    return queued;
+    // A taker's room applies to autocommit statements only: what it takes must be committed.
+    const taker = db.inTransaction ? null : ctx.publishTaker;
+    const offer = taker?.offer() ?? null;
+    const taken: DeliveryRecord[] = [];
+    try {
+      const { rows } = await db.query<PublishRow>(PUBLISH_SQL, [
+        batch.map((p) => p.event.id),
+        batch.map((p) => p.event.event),
+        batch.map((p) => p.event.owner_id),
+        batch.map((p) => JSON.stringify(p.event.data ?? {})),
+        batch.map((p) => p.event.timestamp),
+        batch.map((p) => p.template.body),
+        batch.map((p) => p.template.next_attempt_at),
+        batch.map((p) => p.template.created_at),
+        offer?.owner ?? null,
+        offer?.now ?? 0,
+        offer?.leaseMs ?? 0,
+        offer?.limit ?? 0,
+        offer?.perEndpoint ?? 0,
+        offer?.skipEndpoints ?? [],
+        offer?.skipOwners ?? [],
+        offer?.perOwner ?? null,
+        (offer?.ownerRoom ?? []).map(([owner]) => owner),
+        (offer?.ownerRoom ?? []).map(([, room]) => room),
+      ]);
+      const queued: QueuedDelivery[][] = batch.map(() => []);
+      let unleased = false;
+      for (const row of rows) {
+        const { event, template } = batch[Number(row.n) - 1];
+        queued[Number(row.n) - 1] = row.ids.map((id, i) => {
+          const endpointId = Number(row.endpoint_ids[i]);
+          if (!row.leased[i]) unleased = true;
+          else {
+            taken.push({
+              id,
+              endpoint_id: endpointId,
+              owner_id: Number(row.owner_ids[i]),
+              event: event.event,
+              body: template.body,
+              state: 'pending',
+              attempts: 0,
+              next_attempt_at: template.next_attempt_at,
+              created_at: template.created_at,
+            });
+          }
+          return { id, endpoint_id: endpointId };
+        });
+      }
+      // Deliveries leased at publish are nobody else's work: dispatchers are woken for the rest.
+      if (unleased) db.announce(OUTBOX_NOTICE);
+      return queued;
+    } finally {
+      if (offer) taker!.take(offer, taken);
+    }
   };
   // Events published outside a transaction while others are being written go together in the
   // next statement (see Batcher): one round trip and one commit for many under load.
@@ -585,17 +680,20 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async record(owner, outcomes, entries) {
       if (outcomes.length === 0 && entries.length === 0) return [];
-      // An endpoint's log is pruned by the batch that brings its count since the last prune to PRUNE_EVERY.
-      const prune: number[] = [];
+      // An endpoint's log is pruned by the batch that brings its count since the last prune to
+      // PRUNE_EVERY, from where this process's last prune of it ended (see PrunedLog).
+      const prune: Prune[] = [];
       for (const entry of entries) {
         const count = (ctx.unpruned.get(entry.endpoint_id) ?? 0) + 1;
         if (count >= PRUNE_EVERY) {
           ctx.unpruned.delete(entry.endpoint_id);
-          prune.push(entry.endpoint_id);
+          const last = ctx.pruned.get(entry.endpoint_id);
+          prune.push({ endpointId: entry.endpoint_id, low: last && last.count % FULL_PRUNE_EVERY !== 0 ? last.below : 0 });
         } else ctx.unpruned.set(entry.endpoint_id, count);
       }
       const sql = prune.length > 0 ? RECORD_PRUNE_SQL : RECORD_SQL;
       const { rows } = await work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
+      notePruned(ctx, rows[0]);
       announceRecorded(work, rows[0]);
       return withIds(entries, rows[0].ids);
     },
@@ -632,8 +730,9 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     async append(entries) {
       if (entries.length === 0) return [];
       // The endpoints written to keep their newest LOG_RETENTION entries at once.
-      const touched = [...new Set(entries.map((e) => e.endpoint_id))];
+      const touched = [...new Set(entries.map((e) => e.endpoint_id))].map((endpointId) => ({ endpointId, low: 0 }));
       const { rows } = await db.query<RecordRow>(RECORD_PRUNE_SQL, recordValues('', [], entries, touched));
+      notePruned(ctx, rows[0]);
       announceRecorded(db, rows[0]);
       return withIds(entries, rows[0].ids);
     },
@@ -686,8 +785,20 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
  * the same order, never in a cycle, and the second skips what the first deleted.
  */
 const RECORD_SQL = recordSql(false);
-/** As RECORD_SQL, and prunes the logs of the endpoints in $18. */
+/** As RECORD_SQL, and prunes the logs of the endpoints in $18, each from the id in $19 up (see PrunedLog). */
 const RECORD_PRUNE_SQL = recordSql(true);
+
+/**
+ * The row addresses of the deliveries among the outcomes `o` that match `condition` and are
+ * leased to $13, each looked up by primary key (the LIMIT keeps the lookup from being turned
+ * into a join). Joined to the table, the outcomes were planned, with statistics behind the
+ * churn, as a scan of the whole table on every batch, dead rows included: hundreds of pages
+ * for a few dozen live rows between two vacuums. The statement checks the lease again on the
+ * row it changes, so a row changed meanwhile by another claimer is left alone.
+ */
+function mineSql(condition: string): string {
+  return `SELECT x.ctid FROM o CROSS JOIN LATERAL (SELECT y.ctid FROM deliveries y WHERE y.id = o.id AND y.lease_owner = $13 LIMIT 1) x WHERE ${condition}`;
+}
 
 /**
  * The statement of `record`, with or without the prune. Most batches prune nothing, and a prune
@@ -710,26 +821,28 @@ WITH u AS MATERIALIZED (
          u.created_at, u.request_headers::jsonb, u.extra::jsonb
   FROM u WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
   RETURNING id
-), o AS (
+), o AS MATERIALIZED (
   SELECT * FROM unnest($14::text[], $15::text[], $16::int[], $17::bigint[]) AS o (id, state, attempts, next_attempt_at)
 ), retried AS (
   UPDATE deliveries d SET attempts = o.attempts, next_attempt_at = o.next_attempt_at, lease_owner = NULL, lease_until = NULL
-  FROM o WHERE d.id = o.id AND d.lease_owner = $13 AND o.state = 'pending'
+  FROM o WHERE d.ctid = ANY (ARRAY(${mineSql("o.state = 'pending'")})) AND d.id = o.id AND d.lease_owner = $13 AND o.state = 'pending'
   RETURNING d.id
 ), done AS (
-  DELETE FROM deliveries d USING o
-  WHERE d.id = o.id AND d.lease_owner = $13 AND o.state <> 'pending'
+  DELETE FROM deliveries d WHERE d.ctid = ANY (ARRAY(${mineSql("o.state <> 'pending'")})) AND d.lease_owner = $13
   RETURNING d.id
 )${
     prune
-      ? /* sql */ `, pruned AS (
+      ? /* sql */ `, bounds AS MATERIALIZED (
+  SELECT e.endpoint_id, e.low, kept.id AS high FROM unnest($18::bigint[], $19::bigint[]) AS e (endpoint_id, low)
+  CROSS JOIN LATERAL (
+    SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e.endpoint_id ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1
+  ) kept
+), pruned AS (
   DELETE FROM delivery_log WHERE ctid = ANY (ARRAY(
-    SELECT old.ctid FROM unnest($18::bigint[]) AS e (endpoint_id)
+    SELECT old.ctid FROM bounds b
     CROSS JOIN LATERAL (
-      SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e.endpoint_id ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1
-    ) kept
-    CROSS JOIN LATERAL (
-      SELECT y.ctid FROM delivery_log y WHERE y.endpoint_id = e.endpoint_id AND y.id < kept.id ORDER BY y.id DESC LIMIT ${PRUNE_MOST}
+      SELECT y.ctid FROM delivery_log y WHERE y.endpoint_id = b.endpoint_id AND y.id < b.high AND y.id >= b.low
+      ORDER BY y.id DESC LIMIT ${PRUNE_MOST}
     ) old
   ))
 )`
@@ -738,7 +851,11 @@ WITH u AS MATERIALIZED (
 SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,
        (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,
        (SELECT array_agg(id ORDER BY id) FROM ins) AS logged,
-       EXISTS (SELECT 1 FROM retried) AS retried`;
+       EXISTS (SELECT 1 FROM retried) AS retried${
+    prune ? /* sql */ `,
+       (SELECT array_agg(b.endpoint_id) FROM bounds b) AS pruned_endpoints,
+       (SELECT array_agg(b.high) FROM bounds b) AS pruned_below` : ''
+  }`;
 }
 
 interface RecordRow extends Row {
@@ -748,6 +865,18 @@ interface RecordRow extends Row {
   /** The ids of the entries kept (their endpoints exist). */
   logged: number[] | null;
   retried: boolean;
+  /** With a prune: the endpoints pruned and, for each, the id below which it was. */
+  pruned_endpoints?: number[] | null;
+  pruned_below?: number[] | null;
+}
+
+/** Where each prune of the statement ended, for the next prune of the endpoint to start from. */
+function notePruned(ctx: StoreContext, row: RecordRow): void {
+  const endpoints = row.pruned_endpoints ?? [];
+  endpoints.forEach((endpointId, i) => {
+    const count = (ctx.pruned.get(Number(endpointId))?.count ?? 0) + 1;
+    ctx.pruned.set(Number(endpointId), { below: Number(row.pruned_below![i]), count });
+  });
 }
 
 /** New entries are named to every daemon; a retry wakes dispatchers. */
@@ -756,7 +885,13 @@ function announceRecorded(d: Db, row: RecordRow): void {
   if (row.retried) d.announce(OUTBOX_NOTICE);
 }
 
-function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: number[]): unknown[] {
+/** An endpoint whose log to prune, from the id `low` up (0: all of it). */
+interface Prune {
+  endpointId: number;
+  low: number;
+}
+
+function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: Prune[]): unknown[] {
   return [
     entries.map((e) => e.delivery_id),
     entries.map((e) => e.endpoint_id),
@@ -778,7 +913,7 @@ function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<
     outcomes.map((o) => o.state),
     outcomes.map((o) => o.attempts),
     outcomes.map((o) => o.next_attempt_at),
-    ...(prune.length > 0 ? [prune] : []),
+    ...(prune.length > 0 ? [prune.map((p) => p.endpointId), prune.map((p) => p.low)] : []),
   ];
 }
 
