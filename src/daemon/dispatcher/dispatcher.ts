@@ -25,6 +25,12 @@ export const LEASE_MS = 60_000;
 const AHEAD = 3;
 /** A claim that found nothing is not repeated with the same skips sooner than this, unless work is announced. */
 const RECHECK_MS = 250;
+/**
+ * While deliveries claimed ahead are still waiting for a slot, claims are this far apart at
+ * least: a claim reads past every endpoint's leased deliveries, so many small claims (one per
+ * freed slot) cost the database far more per delivery than fewer larger ones.
+ */
+const CLAIM_GAP_MS = 10;
 /** A ready delivery's endpoint read longer ago than this is read again before its attempt. */
 const ENDPOINT_FRESH_MS = 1_000;
 /** How long a test or redeliver waits for the first attempt's log entry, whoever makes it. */
@@ -142,6 +148,9 @@ export class Dispatcher {
   #stopping = false;
   #loop: Promise<void> | null = null;
   #dirty = false;
+  /** When the last claim of due deliveries was made, and how long the loop waits to claim again (see CLAIM_GAP_MS). */
+  #claimedAt = 0;
+  #deferred = 0;
   /** Room offered to publishes in flight (see #offer). */
   #offered = 0;
   /** The skips of the last claim and when it was made, when it found nothing (see #claimDue). */
@@ -301,12 +310,17 @@ export class Dispatcher {
         // Woken meanwhile (a slot came free, work was queued): claim again before asking when
         // the next delivery falls due, a query the next turn may not need.
         if (this.#dirty || this.#stopping) continue;
-        const due = await this.#store.outbox.nextDueAt();
-        const now = this.#clock();
-        // Due now but not claimable (leased, or its endpoint or owner at its limit): an attempt
-        // ending brings us back, or a look every RECHECK_MS, since another daemon's leases (a
-        // dead one's among them) end without a word.
-        if (due !== null) wait = due > now ? Math.min(due - now, this.#pollMs) : Math.min(RECHECK_MS, this.#pollMs);
+        if (this.#deferred > 0) {
+          // Claimed a moment ago, and claimed deliveries still wait for slots: claim after the gap.
+          wait = this.#deferred;
+        } else {
+          const due = await this.#store.outbox.nextDueAt();
+          const now = this.#clock();
+          // Due now but not claimable (leased, or its endpoint or owner at its limit): an attempt
+          // ending brings us back, or a look every RECHECK_MS, since another daemon's leases (a
+          // dead one's among them) end without a word.
+          if (due !== null) wait = due > now ? Math.min(due - now, this.#pollMs) : Math.min(RECHECK_MS, this.#pollMs);
+        }
       } catch (error) {
         this.#log?.error({ err: error }, 'could not take webhook deliveries from the outbox');
       }
@@ -359,14 +373,21 @@ export class Dispatcher {
    * is backing off is not claimed ahead.
    */
   async #claimDue(): Promise<void> {
+    this.#deferred = 0;
     for (let round = 0; round < 16 && !this.#stopping; round++) {
       this.#launchReady();
       const room = AHEAD * this.#concurrency - this.#active - this.#ready.size;
       if (room < this.#concurrency / 2) return;
+      const since = this.#clock() - this.#claimedAt;
+      if (this.#ready.size > 0 && since < CLAIM_GAP_MS) {
+        this.#deferred = CLAIM_GAP_MS - since;
+        return;
+      }
       const { perEndpoint, skipEndpoints, skipOwners, ownerRoom } = this.#limits();
       const skips = `${skipEndpoints.join(',')}|${skipOwners.join(',')}`;
       const nothing = this.#foundNothing;
       if (nothing && nothing.skips === skips && this.#clock() - nothing.at < RECHECK_MS) return;
+      this.#claimedAt = this.#clock();
       const claimed = await this.#store.outbox.claim({
         owner: this.owner,
         now: this.#clock(),
