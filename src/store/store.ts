@@ -210,6 +210,21 @@ export interface DeliveryTemplate {
   created_at: string;
 }
 
+/** The pending delivery `publish` makes of `template` for one endpoint (owned by `ownerId`). */
+export function deliveryFromTemplate(id: string, endpointId: number, ownerId: number, event: string, template: DeliveryTemplate): DeliveryRecord {
+  return {
+    id,
+    endpoint_id: endpointId,
+    owner_id: ownerId,
+    event,
+    body: template.body,
+    state: 'pending',
+    attempts: 0,
+    next_attempt_at: template.next_attempt_at,
+    created_at: template.created_at,
+  };
+}
+
 /** A delivery queued by `outbox.publish`. */
 export interface QueuedDelivery {
   id: string;

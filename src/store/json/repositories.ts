@@ -7,6 +7,7 @@ import { subscribes } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
+  deliveryFromTemplate,
   type ApiKeysRepository,
   type ClaimOptions,
   type DeliveryLogRepository,
@@ -369,17 +370,9 @@ export class JsonRepositories implements Repositories {
         let taken: DeliveryRecord[] = [];
         try {
           const queued = await run((w) => {
-            const deliveries: DeliveryRecord[] = subscribedTo(event.event, event.owner_id).map((endpoint) => ({
-              id: randomUUID(),
-              endpoint_id: endpoint.id,
-              owner_id: endpoint.user_id,
-              event: event.event,
-              body: template.body,
-              state: 'pending',
-              attempts: 0,
-              next_attempt_at: template.next_attempt_at,
-              created_at: template.created_at,
-            }));
+            const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
+              deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
+            );
             if (deliveries.length === 0) return [];
             w.enqueue(deliveries);
             w.change({ kind: 'outbox' });

@@ -3,6 +3,7 @@
 import { DEFAULT_SETTINGS, type Settings, type SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
+  deliveryFromTemplate,
   type ApiKeysRepository,
   type ClaimOptions,
   type DeliveryLogQuery,
@@ -580,19 +581,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         queued[Number(row.n) - 1] = row.ids.map((id, i) => {
           const endpointId = Number(row.endpoint_ids[i]);
           if (!row.leased[i]) unleased = true;
-          else {
-            taken.push({
-              id,
-              endpoint_id: endpointId,
-              owner_id: Number(row.owner_ids[i]),
-              event: event.event,
-              body: template.body,
-              state: 'pending',
-              attempts: 0,
-              next_attempt_at: template.next_attempt_at,
-              created_at: template.created_at,
-            });
-          }
+          else taken.push(deliveryFromTemplate(id, endpointId, Number(row.owner_ids[i]), event.event, template));
           return { id, endpoint_id: endpointId };
         });
       }
