@@ -90,7 +90,7 @@ export class OutboxLanes {
       if (skipEndpoints.has(endpointId) || (delivery.owner_id !== null && skipOwners.has(delivery.owner_id))) continue;
       let blocked = waiting.get(endpointId);
       if (blocked === undefined) {
-        blocked = this.ofEndpoint(endpointId).some((d) => !fresh.has(d.id) && d.next_attempt_at <= now && this.#free(d.id, now));
+        blocked = this.#claimableBesides(endpointId, now, fresh);
         waiting.set(endpointId, blocked);
       }
       const count = perEndpoint.get(endpointId) ?? 0;
@@ -134,6 +134,24 @@ export class OutboxLanes {
   clear(): void {
     this.#lanes.clear();
     this.#leases.clear();
+  }
+
+  /**
+   * Whether an endpoint has a claimable delivery other than `except`. Retries are in due order,
+   * so the look stops at the first not yet due; new deliveries are in queue order, the leased
+   * ones (a claimer's few) first.
+   */
+  #claimableBesides(endpointId: number, now: number, except: Set<string>): boolean {
+    const lane = this.#lanes.get(endpointId);
+    if (!lane) return false;
+    for (const delivery of lane.retries) {
+      if (delivery.next_attempt_at > now) break;
+      if (this.#free(delivery.id, now)) return true;
+    }
+    for (const delivery of lane.fresh) {
+      if (!except.has(delivery.id) && delivery.next_attempt_at <= now && this.#free(delivery.id, now)) return true;
+    }
+    return false;
   }
 
   #free(id: string, now: number): boolean {
