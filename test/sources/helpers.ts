@@ -132,11 +132,14 @@ async function databaseEvents(databaseUrl: string): Promise<OutboxEvent[]> {
 
 /**
  * Runs `action` and returns the events the daemon appended to its outbox while it ran. The
- * file is read as soon as the response arrived: an event the request published is already there.
+ * outbox is read as soon as the response arrived: an event the request published is already
+ * there (its deliveries to the probes are pending for the 2 s before their retry). Events are
+ * told apart by id, not by position: on PostgreSQL an earlier event leaves the list once its
+ * deliveries have failed twice, which can happen while `action` runs on a busy machine.
  */
 export async function eventsDuring<T>(daemon: TestDaemon, action: () => Promise<T>): Promise<{ result: T; events: OutboxEvent[] }> {
-  const before = (await outboxEvents(daemon)).length;
+  const before = new Set((await outboxEvents(daemon)).map((e) => e.id));
   const result = await action();
-  const events = (await outboxEvents(daemon)).slice(before);
+  const events = (await outboxEvents(daemon)).filter((e) => !before.has(e.id));
   return { result, events };
 }
