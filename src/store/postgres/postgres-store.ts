@@ -26,6 +26,7 @@ import { Notifier, PoolDb, pgTypes, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed } from './feed.js';
 import { applyMigrations } from './migrations.js';
+import { QueueVacuum } from './queue-vacuum.js';
 import { CHANNEL, createRepositories, type StoreContext } from './repositories.js';
 
 export interface PostgresStoreOptions {
@@ -64,6 +65,7 @@ export class PostgresStore implements Store {
   readonly #workPool: pg.Pool;
   readonly #notifier: Notifier;
   readonly #ctx: StoreContext;
+  readonly #vacuum: QueueVacuum;
   #settings: Settings | null = null;
   #touchTimer: NodeJS.Timeout;
   #housekeepingTimer: NodeJS.Timeout;
@@ -84,11 +86,14 @@ export class PostgresStore implements Store {
       if (change.kind === 'record' && change.collection === 'settings') this.#settings = null;
     });
     const store = this;
+    // SKIP_LOCKED: while another daemon (or autovacuum) vacuums a table, this one leaves it.
+    this.#vacuum = new QueueVacuum(() => pool.query('VACUUM (SKIP_LOCKED) deliveries, delivery_log'));
     this.#ctx = {
       heldTouches: new Map(),
       unpruned: new Map(),
       pruned: new Map(),
       publishTaker: null,
+      vacuum: this.#vacuum,
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
       cacheSettings: (settings) => {
         store.#settings = store.changes.connected ? settings : null;
@@ -180,6 +185,7 @@ export class PostgresStore implements Store {
     clearInterval(this.#touchTimer);
     clearInterval(this.#housekeepingTimer);
     try {
+      await this.#vacuum.stop();
       await this.#flushTouches();
       await this.#notifier.flush();
     } finally {

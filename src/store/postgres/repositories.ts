@@ -28,6 +28,7 @@ import type pg from 'pg';
 import type { Db, Row } from './db.js';
 import { Batcher, KeyedBatcher } from './batcher.js';
 import { HitBatcher } from './hit-batcher.js';
+import type { QueueVacuum } from './queue-vacuum.js';
 import {
   insertStatement,
   logExtra,
@@ -87,6 +88,8 @@ export interface StoreContext {
   readonly pruned: Map<number, PrunedLog>;
   /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
   publishTaker: PublishTaker | null;
+  /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
+  readonly vacuum: QueueVacuum | null;
 }
 
 const OUTBOX_NOTICE = '{"kind":"outbox"}';
@@ -665,6 +668,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       if (outcomes.length === 0) return [];
       const { rows } = await work.query<RecordRow>(RECORD_SQL, recordValues(owner, outcomes, [], []));
       announceRecorded(work, rows[0]);
+      noteTurnover(ctx, rows[0]);
       return rows[0].settled ?? [];
     },
     async record(owner, outcomes, entries) {
@@ -684,6 +688,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       const { rows } = await work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
       notePruned(ctx, rows[0]);
       announceRecorded(work, rows[0]);
+      noteTurnover(ctx, rows[0]);
       return withIds(entries, rows[0].ids);
     },
     async release(owner, ids) {
@@ -866,6 +871,11 @@ function notePruned(ctx: StoreContext, row: RecordRow): void {
     const count = (ctx.pruned.get(Number(endpointId))?.count ?? 0) + 1;
     ctx.pruned.set(Number(endpointId), { below: Number(row.pruned_below![i]), count });
   });
+}
+
+/** Deliveries settled and log entries kept (each to be pruned in turn) count toward a vacuum. */
+function noteTurnover(ctx: StoreContext, row: RecordRow): void {
+  ctx.vacuum?.turnedOver((row.settled?.length ?? 0) + (row.logged?.length ?? 0));
 }
 
 /** New entries are named to every daemon; a retry wakes dispatchers. */
