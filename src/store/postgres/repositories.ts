@@ -94,8 +94,13 @@ export interface StoreContext {
 
 const OUTBOX_NOTICE = '{"kind":"outbox"}';
 
-/** Publish statements in flight at once per store, and events in one at most. */
-const PUBLISH_LANES = 4;
+/**
+ * Publish statements in flight at once per store, and events in one at most. One: the events
+ * that arrive while a statement is in flight go together in the next, as a group commit does.
+ * Measured against 4 (and 2) with the benchmark's burst, one lane made the larger batches and
+ * cost the server 8 % less CPU per delivery, with the same or a better rate.
+ */
+const PUBLISH_LANES = 1;
 const PUBLISH_MOST = 64;
 
 interface Publication {
