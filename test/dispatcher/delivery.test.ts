@@ -180,6 +180,17 @@ describe.concurrent('webhook delivery', () => {
     expect(endless.requests).toHaveLength(1);
   });
 
+  it('keeps an answer holding NUL bytes with each NUL as U+FFFD, and makes the delivery once', async () => {
+    const { id: ownerId, token } = await customer(world);
+    const hook = await receiver(() => ({ body: 'ok\u0000binary\u0000' }));
+    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await publish(world, 'site.created', SITE, ownerId);
+    // PostgreSQL keeps no NUL in text: an entry holding one was refused, and the delivery made again.
+    const [entry] = await waitForEntries(world, token, id, 1);
+    expect(entry).toMatchObject({ success: true, status_code: 200, response: 'ok\uFFFDbinary\uFFFD' });
+    expect(hook.requests).toHaveLength(1);
+  });
+
   it('does not follow redirects: a 3xx is a failed attempt', async () => {
     const { id: ownerId, token } = await customer(world);
     const target = await receiver();

@@ -193,6 +193,19 @@ describe('sites and the subscription context', () => {
     expect((await daemon.request('DELETE', `/sites/${temp.id}`, { token: bob.token })).status).toBe(404);
   });
 
+  it('refuses a NUL character in any string of a request (422 naming the field), on either store', async () => {
+    const event = await daemon.request('POST', '/admin/events', {
+      token: admin,
+      body: { event: 'site.created', data: { site_id: 1, domain: 'nul\u0000.example' } },
+    });
+    expect(event.status).toBe(422);
+    expect(event.body).toEqual({ data: null, error: 'validation failed', message: 'data.domain: must not contain the NUL character (U+0000)' });
+    const user = await daemon.request('POST', '/admin/users', { token: admin, body: { email: 'nul@example.com', name: 'N\u0000', role: 'customer', password: 'a-long-password-1' } });
+    expect(user.status).toBe(422);
+    expect(user.body.message).toBe('name: must not contain the NUL character (U+0000)');
+    expect((await daemon.request('GET', '/admin/users', { token: admin })).body.data.map((u: { email: string }) => u.email)).not.toContain('nul@example.com');
+  });
+
   it('creates one site when the same domain is posted many times at once', async () => {
     const results = await Promise.all(
       Array.from({ length: 10 }, () => daemon.request('POST', '/sites', { token: alice.token, body: { domain: 'race.example' } })),

@@ -40,12 +40,17 @@ export interface SenderOptions {
 }
 
 
-/** Decodes at most `limit` bytes as UTF-8 text, without splitting a character. */
+/**
+ * Decodes at most `limit` bytes as UTF-8 text, without splitting a character. A NUL becomes
+ * U+FFFD, as an invalid byte does: PostgreSQL keeps no NUL in text, and a log entry it refused
+ * would leave its delivery to be made again and again.
+ */
 export function truncateUtf8(bytes: Buffer, limit: number): string {
   let end = Math.min(bytes.length, limit);
   // A cut inside a character moves back to its first byte (continuation bytes are 10xxxxxx).
   if (end < bytes.length) while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
   let text = bytes.toString('utf8', 0, end);
+  if (text.includes('\0')) text = text.replaceAll('\0', '\uFFFD');
   // Invalid bytes decode to U+FFFD (3 bytes each), which can push the text over the limit.
   while (Buffer.byteLength(text) > limit) text = text.slice(0, -1);
   return text;

@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js';
 import { StoreConflictError, StoreUnavailableError } from '../../store/store.js';
-import { describeValidation, type ValidationIssue } from './validation.js';
+import { describeValidation, nulPath, type ValidationIssue } from './validation.js';
 
 function fastifyCode(error: FastifyError): ApiErrorCode | null {
   switch (error.code) {
@@ -74,6 +74,17 @@ export default fp(
       if (!raw.headers.host && raw.httpVersionMajor === 1 && raw.httpVersionMinor >= 1) {
         reply.header('connection', 'close');
         return done(new ApiError('BAD_REQUEST', 'the Host header is required in HTTP/1.1'));
+      }
+      done();
+    });
+
+    // A NUL anywhere in the path, the query or the body is a 422 naming the field, once the
+    // route's schema passed them (an id holding one stays the schema's 400; see nulPath).
+    app.addHook('preHandler', (request, reply, done) => {
+      const parts: [string, unknown][] = [['path parameter ', request.params], ['query parameter ', request.query], ['', request.body]];
+      for (const [where, value] of parts) {
+        const field = nulPath(value);
+        if (field !== null) return done(new ApiError('VALIDATION_FAILED', `${where}${field || 'body'}: must not contain the NUL character (U+0000)`));
       }
       done();
     });

@@ -106,3 +106,18 @@ export function describeValidation(issues: ValidationIssue[], part: string | und
   const rule = issue.keyword === 'required' ? 'is required' : (issue.message ?? 'is invalid');
   return { status, message: `${where}${field || part || 'body'}: ${rule}` };
 }
+
+/**
+ * Where the first string holding a NUL character is in `value` (`data.domain`, `tags.0`; '' for
+ * `value` itself), or null. No store keeps a NUL in text (PostgreSQL refuses it), so the API
+ * refuses it in every part of a request, on either store alike.
+ */
+export function nulPath(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\0') ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, child] of Object.entries(value)) {
+    const found = nulPath(child, path ? `${path}.${key}` : key);
+    if (found !== null) return found;
+  }
+  return null;
+}
