@@ -28,6 +28,11 @@ function isId(schema: unknown): boolean {
   return s?.type === 'integer' && s.minimum === 1 && s.maximum === MAX_ID;
 }
 
+/** A string field: a NUL in it is a 422 on every route (plugins/errors.ts, `nulPath`). */
+function isStringType(key: string, value: unknown): boolean {
+  return key === 'type' && (value === 'string' || (Array.isArray(value) && value.includes('string')));
+}
+
 /** Whether a request schema has a rule whose failure answers 422 (`idsAre400`: in the path or query). */
 function hasValueRule(schema: unknown, idsAre400 = false): boolean {
   if (!schema || typeof schema !== 'object') return false;
@@ -37,15 +42,15 @@ function hasValueRule(schema: unknown, idsAre400 = false): boolean {
     // Under `properties` the keys are field names, not keywords.
     key === 'properties'
       ? Object.values(value as object).some((field) => hasValueRule(field, idsAre400))
-      : VALUE_RULES.has(key) || hasValueRule(value, idsAre400),
+      : VALUE_RULES.has(key) || isStringType(key, value) || hasValueRule(value, idsAre400),
   );
 }
 
 /**
  * The error statuses a route can answer whatever its handler does, derived from its schemas so
  * the document cannot miss them: 400 on every route (a malformed request, e.g. HTTP/1.1 without
- * Host, reaches the route and is refused there), 422 where a request schema has value rules,
- * 429 where the request limiter counts.
+ * Host, reaches the route and is refused there), 422 where a request schema has value rules or
+ * a string field (a NUL in it), 429 where the request limiter counts.
  */
 function implicitErrors(url: string, schema: Record<string, unknown>): number[] {
   const statuses = [400];
