@@ -455,6 +455,8 @@ ${writeRows}
 
 PostgreSQL dispatch rounds (JSON store, one daemon on PostgreSQL, two daemons on PostgreSQL; deliveries/s): ${postgres.dispatch.rounds.map(([j, a, b]) => `${fmt(j)} / ${fmt(a)} / ${fmt(b)}`).join('; ')}.
 The database server, both daemons, the receiver and the load generator share the ${os.cpus().length} cores.
+Every daemon is warmed with a quarter of a round's events before it is measured (the second daemon
+is a new process in each round: its first seconds run code not yet optimised).
 
 Backlog: ${fmt(backlog.pending)} deliveries pending (not yet due) in the JSON store; the daemon
 started in ${fmt(backlog.startSeconds, 1)} s to a healthy answer and peaked at ${fmt(backlog.rss)} MB; it stopped in ${fmt(backlog.stopSeconds, 1)} s.
