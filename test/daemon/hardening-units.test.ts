@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, limitsFromEnv } from '../../src/daemon/limits.js';
 import { isDaemonCommand } from '../../src/daemon/lock.js';
+import { nulPath } from '../../src/daemon/plugins/validation.js';
 import { redactQuery } from '../../src/daemon/request-logger.js';
 
 describe('redactQuery', () => {
@@ -44,5 +45,22 @@ describe('isDaemonCommand', () => {
     [['node', '/opt/other/daemon.js', 'daemon', 'start'], false],
   ])('%j → %s', (argv, expected) => {
     expect(isDaemonCommand(argv)).toBe(expected);
+  });
+});
+
+describe('nulPath', () => {
+  it('names the first string holding a NUL, in field order, and null when none does', () => {
+    expect(nulPath({ event: 'site.created', data: { site_id: 1, domain: 'a.example' } })).toBeNull();
+    expect(nulPath({ event: 'site.created', data: { site_id: 1, domain: 'a\0.example', name: 'b\0' } })).toBe('data.domain');
+    expect(nulPath({ tags: ['ok', 'n\0'] })).toBe('tags.1');
+    expect(nulPath('\0')).toBe('');
+    expect(nulPath(undefined)).toBeNull();
+  });
+
+  it('walks a deeply nested body without exhausting the stack, and reads no bytes as text', () => {
+    let deep: unknown = 'x\0';
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    expect(nulPath(deep)).toBe(`${'0.'.repeat(200_000)}`.slice(0, -1));
+    expect(nulPath({ raw: Buffer.from('a\0b') })).toBeNull();
   });
 });

@@ -110,14 +110,20 @@ export function describeValidation(issues: ValidationIssue[], part: string | und
 /**
  * Where the first string holding a NUL character is in `value` (`data.domain`, `tags.0`; '' for
  * `value` itself), or null. No store keeps a NUL in text (PostgreSQL refuses it), so the API
- * refuses it in every part of a request, on either store alike.
+ * refuses it in every part of a request, on either store alike. Walks with a stack of its own,
+ * so a deeply nested body cannot exhaust the call stack; bytes (a Buffer) hold no text.
  */
-export function nulPath(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\0') ? path : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, child] of Object.entries(value)) {
-    const found = nulPath(child, path ? `${path}.${key}` : key);
-    if (found !== null) return found;
+export function nulPath(value: unknown): string | null {
+  const stack: [unknown, string][] = [[value, '']];
+  while (stack.length > 0) {
+    const [item, path] = stack.pop()!;
+    if (typeof item === 'string') {
+      if (item.includes('\0')) return path;
+    } else if (item !== null && typeof item === 'object' && !ArrayBuffer.isView(item)) {
+      const children = Object.entries(item);
+      // Pushed last to first, so fields are looked at in their order.
+      for (let i = children.length - 1; i >= 0; i--) stack.push([children[i][1], path ? `${path}.${children[i][0]}` : children[i][0]]);
+    }
   }
   return null;
 }
