@@ -138,8 +138,20 @@ async function databaseEvents(databaseUrl: string): Promise<OutboxEvent[]> {
  * deliveries have failed twice, which can happen while `action` runs on a busy machine.
  */
 export async function eventsDuring<T>(daemon: TestDaemon, action: () => Promise<T>): Promise<{ result: T; events: OutboxEvent[] }> {
-  const before = new Set((await outboxEvents(daemon)).map((e) => e.id));
+  const before = await eventIds(daemon);
   const result = await action();
-  const events = (await outboxEvents(daemon)).filter((e) => !before.has(e.id));
-  return { result, events };
+  return { result, events: await eventsSince(daemon, before) };
+}
+
+/**
+ * The ids of the events in the outbox now. Events are told apart by id, never by a count: on
+ * PostgreSQL an earlier event leaves the list once its deliveries are done (see eventsDuring).
+ */
+export async function eventIds(daemon: TestDaemon): Promise<Set<string>> {
+  return new Set((await outboxEvents(daemon)).map((e) => e.id));
+}
+
+/** The events in the outbox now that were not among `before` (from eventIds). */
+export async function eventsSince(daemon: TestDaemon, before: Set<string>): Promise<OutboxEvent[]> {
+  return (await outboxEvents(daemon)).filter((e) => !before.has(e.id));
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
 import { startDaemon, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
-import { attachProbe, createCustomer, createSite, createSubscription, eventsDuring, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
+import { attachProbe, createCustomer, createSite, createSubscription, eventIds, eventsDuring, eventsSince, outboxEvents, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 const ids = (res: { body: any }) => res.body.data.map((s: { id: number }) => s.id);
 
@@ -96,7 +96,7 @@ describe('sites and the subscription context', () => {
   });
 
   it('applies the same context rules when creating a site', async () => {
-    const before = (await outboxEvents(daemon)).length;
+    const before = await eventIds(daemon);
     const other = await daemon.request('POST', '/sites', { token: alice.token, body: { domain: 'x.example', subscription_id: b1 } });
     expect(other.status).toBe(403);
     const unknown = await daemon.request('POST', '/sites', { token: alice.token, body: { domain: 'x.example', subscription_id: 999999 } });
@@ -108,7 +108,7 @@ describe('sites and the subscription context', () => {
     const adminWithout = await daemon.request('POST', '/sites', { token: admin, body: { domain: 'x.example' } });
     expect([adminWithout.status, adminWithout.body.error]).toEqual([400, 'bad request']);
     expect(adminWithout.body.message).toContain('subscription_id');
-    expect((await outboxEvents(daemon)).length).toBe(before);
+    expect(await eventsSince(daemon, before)).toEqual([]);
     expect(ids(await daemon.request('GET', '/sites', { token: admin }))).toEqual([siteA1, siteA2, siteA3, siteB1]);
   });
 
@@ -180,13 +180,13 @@ describe('sites and the subscription context', () => {
   });
 
   it('refuses to delete another customer\'s site (403), an unknown one (404), and deletes once', async () => {
-    const before = (await outboxEvents(daemon)).length;
+    const before = await eventIds(daemon);
     const foreign = await daemon.request('DELETE', `/sites/${siteB1}`, { token: alice.token });
     expect([foreign.status, foreign.body.error, foreign.body.data]).toEqual([403, 'forbidden', null]);
     expect(ids(await daemon.request('GET', '/sites', { token: bob.token }))).toContain(siteB1);
     expect((await daemon.request('DELETE', '/sites/999999', { token: alice.token })).status).toBe(404);
     expect((await daemon.request('DELETE', '/sites/abc', { token: alice.token })).status).toBe(400);
-    expect((await outboxEvents(daemon)).length).toBe(before);
+    expect(await eventsSince(daemon, before)).toEqual([]);
 
     const temp = await createSite(daemon, bob.token, { domain: 'temp.bob.example' });
     expect((await daemon.request('DELETE', `/sites/${temp.id}`, { token: bob.token })).status).toBe(200);
