@@ -37,8 +37,11 @@ function limiterStoreFor(app: FastifyInstance) {
   return class LimiterStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow = WINDOW_MS): void {
       const now = app.clock();
+      // The time left is taken when the count arrives: the reset header adds it to the clock
+      // then, and time left as of the hit (before a database round trip) put the reset a second
+      // late whenever the window ended within that round trip of a whole second.
       app.store.limiter.hit(key, timeWindow, now, { durable: false }).then(
-        (record) => callback(null, { current: record.count, ttl: Math.max(0, record.window_start + timeWindow - now) }),
+        (record) => callback(null, { current: record.count, ttl: Math.max(0, record.window_start + timeWindow - app.clock()) }),
         (error: Error) => callback(error),
       );
     }
