@@ -341,6 +341,33 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await a.outbox.get(first.id)).toBeUndefined();
   });
 
+  it('claims past the deliveries another claimer holds locked, within each endpoint\'s share and the limit', async () => {
+    const owner = await a.users.insert(user());
+    const hooks = await Promise.all(Array.from({ length: 3 }, () => a.webhooks.insert(webhook(owner.id))));
+    const t0 = Date.now() - 60_000;
+    const all = hooks.flatMap((h, i) => Array.from({ length: 6 }, (_, j) => delivery(h.id, t0 + j * 10 + i, { owner_id: owner.id })));
+    await a.outbox.enqueue(event(), all);
+    // Another daemon in the middle of its claim: the first two deliveries of each endpoint locked.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    await other.query('BEGIN');
+    const held = hooks.flatMap((h) => all.filter((d) => d.endpoint_id === h.id).slice(0, 2).map((d) => d.id));
+    await other.query('SELECT id FROM deliveries WHERE id = ANY ($1::text[]) FOR UPDATE', [held]);
+    try {
+      const got = await b.outbox.claim({ owner: 'b-past', now: Date.now(), leaseMs: 60_000, limit: 5, perEndpoint: 2, skipOwners: [] });
+      // The next two of each endpoint in due order, five in all: none of the held ones.
+      const next = hooks.flatMap((h) => all.filter((d) => d.endpoint_id === h.id).slice(2, 4));
+      next.sort((x, y) => x.next_attempt_at - y.next_attempt_at);
+      expect(got.map((d) => d.id)).toEqual(next.slice(0, 5).map((d) => d.id));
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+    }
+    // The held ones are claimable once released, two of an endpoint at most.
+    const rest = await a.outbox.claim({ owner: 'a-rest', now: Date.now(), leaseMs: 60_000, limit: 100, perEndpoint: 2 });
+    expect(rest.map((d) => d.id).sort()).toEqual([...held].sort());
+  });
+
   it('lets another claimer take a delivery once its lease ends, and then ignores the first holder', async () => {
     const owner = await a.users.insert(user());
     const hook = await a.webhooks.insert(webhook(owner.id));
