@@ -36,8 +36,6 @@ export class QueueVacuum {
   #lastEnded = Number.NEGATIVE_INFINITY;
   #running: Promise<void> | null = null;
   #stopped = false;
-  /** Vacuums run so far (for tests and diagnostics). */
-  runs = 0;
 
   constructor(
     private readonly vacuum: () => Promise<unknown>,
@@ -55,7 +53,6 @@ export class QueueVacuum {
     if (this.#now() - this.#lastEnded < this.#gapMs) return;
     const covered = this.#turnedOver;
     this.#turnedOver = 0;
-    this.runs++;
     this.#running = Promise.resolve()
       .then(() => this.vacuum())
       .then(

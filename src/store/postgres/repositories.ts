@@ -89,7 +89,7 @@ export interface StoreContext {
   /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
   publishTaker: PublishTaker | null;
   /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
-  readonly vacuum: QueueVacuum | null;
+  readonly vacuum: QueueVacuum;
 }
 
 const OUTBOX_NOTICE = '{"kind":"outbox"}';
@@ -880,7 +880,7 @@ function notePruned(ctx: StoreContext, row: RecordRow): void {
 
 /** Deliveries settled and log entries kept (each to be pruned in turn) count toward a vacuum. */
 function noteTurnover(ctx: StoreContext, row: RecordRow): void {
-  ctx.vacuum?.turnedOver((row.settled?.length ?? 0) + (row.logged?.length ?? 0));
+  ctx.vacuum.turnedOver((row.settled?.length ?? 0) + (row.logged?.length ?? 0));
 }
 
 /** New entries are named to every daemon; a retry wakes dispatchers. */
