@@ -52,8 +52,9 @@ export async function storeInitialised(config: StoreConfig): Promise<boolean> {
 export function describeDatabaseUrl(url: string): string {
   try {
     const parsed = new URL(url);
+    // A Unix socket connection names its directory (and port) as parameters: ?host=DIR&port=N.
     const host = parsed.hostname || parsed.searchParams.get('host') || 'localhost';
-    return `${host}:${parsed.port || '5432'}${parsed.pathname || '/'}`;
+    return `${host}:${parsed.port || parsed.searchParams.get('port') || '5432'}${parsed.pathname || '/'}`;
   } catch {
     return '(unparsable database URL)';
   }

@@ -1,12 +1,13 @@
 // PostgreSQL benchmarks: POST /sites writes at 1,000 and 50,000 sites, and dispatch with one and
 // with two daemons on one database, on a throwaway cluster with the server's durable defaults
-// (fsync on, synchronous_commit on). Runs under vite-node (`npm run bench`), which lets it use
-// the tests' cluster helper. Loopback only.
+// (fsync on, synchronous_commit on). The daemons connect through the server's Unix socket, as a
+// daemon on the database's own host does; one daemon over TCP loopback is measured beside them.
+// Runs under vite-node (`npm run bench`), which lets it use the tests' cluster helper. Loopback only.
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase, findPgBin, startCluster } from '../helpers/postgres.ts';
+import { createDatabase, findPgBin, socketUrlOf, startCluster } from '../helpers/postgres.ts';
 import { ADMIN_PASSWORD, BIN, ROOT, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
 
@@ -38,7 +39,7 @@ export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], s
   const { PostgresStore } = await import(join(ROOT, 'dist/store/postgres/postgres-store.js'));
   const rows = [];
   for (const sites of sizes) {
-    const url = await createDatabase(adminUrl, `bench_writes_${sites}`);
+    const url = await socketUrlOf(await createDatabase(adminUrl, `bench_writes_${sites}`));
     const dataDir = await makePgDataDir(url);
     try {
       log(`writes postgres ${sites}: seeding…`);
@@ -70,9 +71,11 @@ export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], s
  * median of ratios of rounds taken minutes apart at most, as the other benchmarks do.
  */
 export async function benchDispatchPostgres(adminUrl, { events, endpoints, rounds, log = () => undefined, settings }) {
-  const url = await createDatabase(adminUrl, 'bench_dispatch');
+  const tcpUrl = await createDatabase(adminUrl, 'bench_dispatch');
+  const url = await socketUrlOf(tcpUrl);
   const firstDir = await makePgDataDir(url);
   const secondDir = await emptyDir();
+  const tcpDir = await emptyDir();
   const tls = await tlsOf(firstDir);
   const receiver = await startReceiver(tls);
   const env = { PANELCTL_DATABASE_URL: url, NODE_EXTRA_CA_CERTS: join(firstDir, 'tls/cert.pem') };
@@ -107,6 +110,7 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
     first.dir = firstDir;
     const jsonRates = [];
     const one = [];
+    const oneTcp = [];
     const two = [];
     // Both daemons warmed before the first round (see the second daemon below).
     await run([json], jsonKey, Math.ceil(events / 4));
@@ -120,6 +124,16 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
         second = null;
       }
       one.push(await run([first]));
+      log(`dispatch postgres: one daemon over TCP (round ${round + 1})…`);
+      // The same database over TCP loopback: a new daemon process, warmed as the second is.
+      const tcp = await startDaemon(tcpDir, { env: { ...env, PANELCTL_DATABASE_URL: tcpUrl } });
+      tcp.dir = tcpDir;
+      try {
+        await run([tcp], key, Math.ceil(events / 4));
+        oneTcp.push(await run([tcp]));
+      } finally {
+        await stopDaemon(tcp);
+      }
       log(`dispatch postgres: two daemons (round ${round + 1})…`);
       second = await startDaemon(secondDir, { env });
       second.dir = secondDir;
@@ -129,6 +143,7 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
       two.push(await run([first, second]));
     }
     const vsJson = one.map((r, i) => r / jsonRates[i]);
+    const tcpVsJson = oneTcp.map((r, i) => r / jsonRates[i]);
     const twoVsOne = two.map((r, i) => r / one[i]);
     return {
       json: median(jsonRates),
@@ -136,9 +151,12 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
       two: median(two),
       oneVsJson: median(vsJson),
       oneVsJsonRange: [Math.min(...vsJson), Math.max(...vsJson)],
+      oneTcp: median(oneTcp),
+      tcpVsJson: median(tcpVsJson),
+      tcpVsJsonRange: [Math.min(...tcpVsJson), Math.max(...tcpVsJson)],
       ratio: median(twoVsOne),
       ratioRange: [Math.min(...twoVsOne), Math.max(...twoVsOne)],
-      rounds: one.map((r, i) => [jsonRates[i], r, two[i]]),
+      rounds: one.map((r, i) => [jsonRates[i], r, oneTcp[i], two[i]]),
     };
   } finally {
     if (second) await stopDaemon(second);
@@ -148,5 +166,6 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
     await receiver.close();
     await rm(firstDir, { recursive: true, force: true });
     await rm(secondDir, { recursive: true, force: true });
+    await rm(tcpDir, { recursive: true, force: true });
   }
 }

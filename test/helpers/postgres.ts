@@ -95,6 +95,29 @@ export async function startCluster(bin: string, options: { durable?: boolean } =
   }
 }
 
+/**
+ * The same database through the server's Unix socket instead of TCP (a daemon on the database's
+ * own host connects this way): `postgres:///DB?host=SOCKET_DIR&port=PORT&user=USER` (a URL with
+ * credentials must name a host, so the user goes as a parameter too).
+ */
+export async function socketUrlOf(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ unix_socket_directories: string }>('SHOW unix_socket_directories');
+    const dir = rows[0].unix_socket_directories.split(',')[0].trim();
+    const parsed = new URL(url);
+    const socket = new URL(`postgres://${parsed.pathname}`);
+    socket.searchParams.set('host', dir);
+    socket.searchParams.set('port', parsed.port || '5432');
+    if (parsed.username) socket.searchParams.set('user', decodeURIComponent(parsed.username));
+    if (parsed.password) socket.searchParams.set('password', decodeURIComponent(parsed.password));
+    return socket.toString();
+  } finally {
+    await client.end();
+  }
+}
+
 let databases = 0;
 
 /** Creates an empty database on the cluster and answers its URL. */

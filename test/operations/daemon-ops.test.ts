@@ -83,6 +83,10 @@ describe('store location', () => {
     expect(describeDatabaseUrl('postgres://panel:s3cret@db.internal/paneldb')).toBe('db.internal:5432/paneldb');
     expect(describeDatabaseUrl('postgresql://u:p@10.0.0.5:6432/x?sslmode=require')).toBe('10.0.0.5:6432/x');
     expect(describeDatabaseUrl('postgres://panel:s3cret@db/p')).not.toContain('s3cret');
+    // A Unix socket: its directory and port come as parameters.
+    expect(describeDatabaseUrl('postgres:///paneldb?host=%2Fvar%2Frun%2Fpostgresql&port=5433&user=panel&password=s3cret')).toBe('/var/run/postgresql:5433/paneldb');
+    expect(describeDatabaseUrl('postgres:///paneldb?host=%2Frun&user=panel&password=s3cret')).not.toContain('s3cret');
+    expect(describeDatabaseUrl('postgresql:///paneldb?host=/var/run/postgresql')).toBe('/var/run/postgresql:5432/paneldb');
   });
 });
 

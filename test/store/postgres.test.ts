@@ -9,6 +9,7 @@ import { QUEUE_VACUUM_ROWS } from '../../src/store/postgres/queue-vacuum.js';
 import { StoreConflictError, StoreUnavailableError, type Change } from '../../src/store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, UserRecord } from '../../src/store/types.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { socketUrlOf } from '../helpers/postgres.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
 if (!adminUrl) console.warn(`PostgreSQL store tests skipped: ${reason}`);
@@ -146,6 +147,31 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect((error as Error).message).not.toContain('hunter2');
     expect((error as Error).cause).toBeDefined();
     await expect(PostgresStore.initialised(unreachable)).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('connects through the server\'s Unix socket when the URL names its directory (host=DIR)', async () => {
+    const tcp = await createDatabase(adminUrl!);
+    const socket = await socketUrlOf(tcp);
+    const params = new URL(socket).searchParams;
+    const store = await PostgresStore.open(socket);
+    try {
+      const id = (await store.users.insert(user('admin'))).id;
+      expect((await store.users.get(id))?.role).toBe('admin');
+      expect(store.info.location).toBe(`${params.get('host')}:${params.get('port')}${new URL(tcp).pathname}`);
+      // The store's connections to this database came through the socket: no client address.
+      const admin = new pg.Client({ connectionString: adminUrl! });
+      await admin.connect();
+      const { rows } = await admin.query<{ socket: number; tcp: number }>(
+        `SELECT count(*) FILTER (WHERE client_addr IS NULL)::int AS socket, count(*) FILTER (WHERE client_addr IS NOT NULL)::int AS tcp
+         FROM pg_stat_activity WHERE datname = $1 AND application_name = 'panelctl'`,
+        [new URL(tcp).pathname.slice(1)],
+      );
+      await admin.end();
+      expect(rows[0].socket).toBeGreaterThan(0);
+      expect(rows[0].tcp).toBe(0);
+    } finally {
+      await store.close();
+    }
   });
 
   it('keeps the unique rules as conflicts, whichever daemon writes', async () => {
