@@ -486,6 +486,56 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     await client.end();
   });
 
+  it('keeps claims and outcomes on their indexes when the outbox outgrows the plans made while it was small', async () => {
+    // A database of its own: the table statistics read at the end are this store's alone.
+    const fresh = await createDatabase(adminUrl!);
+    const store = await PostgresStore.open(fresh);
+    const owner = await store.users.insert(user('admin'));
+    const hook = await store.webhooks.insert(webhook(owner.id));
+    let queued = 0;
+    const queue = async (count: number) => {
+      const t0 = Date.now() - 60_000;
+      await store.outbox.enqueue(event(), Array.from({ length: count }, (_, i) => delivery(hook.id, t0 + i)));
+      queued += count;
+    };
+    // A dispatcher's turn: claim, then record the outcomes and their log entries in one batch.
+    const turn = async () => {
+      const claimed = await store.outbox.claim({ owner: 'w', now: Date.now(), leaseMs: 60_000, limit: 100, perEndpoint: 100 });
+      const outcomes = claimed.map((d) => ({ id: d.id, state: 'succeeded' as const, attempts: 1, next_attempt_at: 0 }));
+      await store.outbox.record('w', outcomes, claimed.map((d) => logEntry(hook.id, { delivery_id: d.id })));
+      return claimed.length;
+    };
+    try {
+      // The statements are prepared, and planned, while the outbox holds a row at a time...
+      for (let i = 0; i < 8; i++) {
+        await queue(1);
+        expect(await turn()).toBe(1);
+      }
+      // ...and then made over thousands of rows.
+      await queue(3_000);
+      let made = 0;
+      while (made < 3_000) made += await turn();
+    } finally {
+      // Each connection reports its table statistics as it ends.
+      await store.close();
+    }
+    const client = new pg.Client({ connectionString: fresh });
+    await client.connect();
+    try {
+      const stats = async () =>
+        (await client.query<{ n_tup_del: string; seq_tup_read: string }>("SELECT n_tup_del, seq_tup_read FROM pg_stat_user_tables WHERE relname = 'deliveries'")).rows[0];
+      const deadline = Date.now() + 10_000;
+      while (Number((await stats()).n_tup_del) < queued && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      const { n_tup_del: deleted, seq_tup_read: readBySeqScans } = await stats();
+      expect(Number(deleted)).toBe(queued);
+      // Every claim and outcome found its rows by index or row address: no delivery was read by
+      // a scan of the table.
+      expect(Number(readBySeqScans)).toBe(0);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('vacuums the outbox and the log itself once a few thousand of their rows turned over', async () => {
     const owner = await a.users.insert(user());
     const hook = await a.webhooks.insert(webhook(owner.id));

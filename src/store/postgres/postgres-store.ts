@@ -78,6 +78,13 @@ export class PostgresStore implements Store {
     this.#notifier = new Notifier(pool, CHANNEL);
     this.#db = new PoolDb(pool, this.#notifier);
     this.#workPool = createPool(url, WORK_POOL_SIZE);
+    // The dispatcher's statements each have one right plan, by index or row address, however
+    // large the outbox. The server plans by the statistics of the queue tables, which lag their
+    // churn, and keeps a prepared statement's plan: one planned while the outbox held a handful
+    // of rows walked the whole table (dead rows included) for every outcome of a batch once it
+    // held thousands (see docs/decisions/postgres.md, "Plans that do not follow the outbox").
+    // Statements with no index to use still scan the table.
+    this.#workPool.on('connect', (client) => void client.query('SET enable_seqscan = off').catch(() => undefined));
     this.changes = new PgChangeFeed(url, () => {
       this.#settings = null;
     });
