@@ -379,7 +379,7 @@ async function report() {
   const { api, apiLog, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog } = results;
   const byStore = (store, sites) => (store === 'json' ? writes : postgres.writes).find((w) => w.sites === sites);
   const jsonAt = (sites) => byStore('json', sites);
-  const pgFlat = byStore('postgres', 50_000).writes / byStore('postgres', 1_000).writes;
+  const pgFlat = postgres.writesFlat;
   const rows = [
     ['API: GET /sites (memoised listing, 20 sites) with API keys vs bare fastify route (req/s, median of alternating rounds)', `${fmt(api.panel.rps)} vs ${fmt(api.baseline.rps)}`, `${fmt(api.ratio, 2)} (${fmt(api.ratioMin, 2)}–${fmt(api.ratioMax, 2)})`, '≥ 0.70', api.ratio >= 0.7],
     [`API: GET /webhooks/:id/deliveries (${LOG_ENTRIES} entries, ${fmt(apiLog.bytes / 1024)} KB, no memo) with API keys vs bare fastify route (req/s, median of alternating rounds)`, `${fmt(apiLog.panel.rps)} vs ${fmt(apiLog.baseline.rps)}`, `${fmt(apiLog.ratio, 2)} (${fmt(apiLog.ratioMin, 2)}–${fmt(apiLog.ratioMax, 2)})`, 'none set', null],
@@ -393,7 +393,7 @@ async function report() {
     ['PostgreSQL: one daemon dispatching vs one on the JSON store (Unix socket, deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.one)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.oneVsJson, 2)} (${postgres.dispatch.oneVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.70', postgres.dispatch.oneVsJson >= 0.7],
     ['PostgreSQL: the same over TCP loopback (deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.oneTcp)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.tcpVsJson, 2)} (${postgres.dispatch.tcpVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
     [`PostgreSQL: two daemons vs one on one database (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.dispatch.two)} vs ${fmt(postgres.dispatch.one)}`, `${fmt(postgres.dispatch.ratio, 2)} (${postgres.dispatch.ratioRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 1.30', postgres.dispatch.ratio >= 1.3],
-    ['PostgreSQL: POST /sites writes at 50,000 sites vs at 1,000 (flat cost)', `${fmt(byStore('postgres', 50_000).writes)} vs ${fmt(byStore('postgres', 1_000).writes)}`, fmt(pgFlat, 2), '≥ 0.80', pgFlat >= 0.8],
+    ['PostgreSQL: POST /sites writes at 50,000 sites vs at 1,000 (flat cost, durable writes/s, median of alternating rounds)', `${fmt(byStore('postgres', 50_000).writes)} vs ${fmt(byStore('postgres', 1_000).writes)}`, `${fmt(pgFlat, 2)} (${postgres.writesFlatRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.80', pgFlat >= 0.8],
     [`Backlog: ${fmt(backlog.pending)} pending deliveries, daemon peak RSS (MB)`, fmt(backlog.rss), '', '< 400', backlog.rss < 400],
     [`Backlog: ${fmt(backlog.pending)} pending deliveries, restart to healthy (s)`, fmt(backlog.startSeconds, 1), '', '< 3', backlog.startSeconds < 3],
   ];
@@ -450,7 +450,9 @@ domain) against stores seeded with that many sites, each answer after the site a
 \`site.created\` event are durable (JSON: the journal line fsynced; PostgreSQL: committed, through the Unix socket, with
 \`fsync\` and \`synchronous_commit\` on). The disk's own rate of fsynced 200-byte appends, one
 after another, was measured in the same run: concurrent writes share fsyncs (group commit), so a
-store can beat it.
+store can beat it. The JSON store's sizes are measured one after another, 10 s each. The two
+PostgreSQL databases and their daemons run side by side and are measured in alternating rounds
+of 2 s (medians of the rounds shown; the flat-cost ratio is the median of the rounds' ratios).
 
 ${writeRows}
 
@@ -458,7 +460,7 @@ PostgreSQL dispatch rounds (JSON store, one daemon on PostgreSQL, one over TCP, 
 The database server, both daemons, the receiver and the load generator share the ${os.cpus().length} cores.
 The daemons connect through the server's Unix socket (\`postgres:///DB?host=SOCKET_DIR\`), as a daemon
 on the database's own host does; daemons on other hosts connect over TCP, which the row "over TCP
-loopback" measures (a new daemon process in each round, on the same database).
+loopback" measures (one daemon on a database of its own in the same cluster, alive for all rounds).
 Every daemon is warmed with a quarter of a round's events before it is measured (the second daemon
 is a new process in each round: its first seconds run code not yet optimised).
 
@@ -522,8 +524,8 @@ await stage('cli', benchCli);
 await stage('writes', async () => (results.writes = await benchWritesJson({ sizes: QUICK ? [1_000, 10_000] : [1_000, 10_000, 50_000], seconds: QUICK ? 4 : 10, log, settings: BENCH_SETTINGS })));
 await stage('postgres', async () =>
   (results.postgres = await withCluster(async (adminUrl) => ({
-    writes: await benchWritesPostgres(adminUrl, { sizes: QUICK ? [1_000] : [1_000, 50_000], seconds: QUICK ? 4 : 10, log, settings: BENCH_SETTINGS }),
-    dispatch: await benchDispatchPostgres(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 5, log, settings: BENCH_SETTINGS }),
+    ...(await benchWritesPostgres(adminUrl, { sizes: QUICK ? [1_000] : [1_000, 50_000], seconds: QUICK ? 4 : 10, rounds: QUICK ? 2 : 5, log, settings: BENCH_SETTINGS }).then(({ rows, flat, flatRange }) => ({ writes: rows, writesFlat: flat, writesFlatRange: flatRange }))),
+    dispatch: await benchDispatchPostgres(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 7, log, settings: BENCH_SETTINGS }),
   }))),
 );
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
