@@ -124,7 +124,10 @@ interface PublishRow extends Row {
  *
  * With a taker's offer ($9 its owner, $10..$17 the room as in panelctl_claim), new deliveries
  * are leased at once within that room, in event order, as a claim would lease them, but only to
- * endpoints with no claimable delivery waiting (those go first, to whoever claims next).
+ * endpoints with no claimable delivery waiting (those go first, to whoever claims next). That
+ * look walks each endpoint's due index in its order: with no order, statistics that know of one
+ * endpoint's backlog had it planned as a scan of the table per matched endpoint (90 ms a
+ * publish at 50,000 pending, against under 1 ms).
  */
 const PUBLISH_SQL = /* sql */ `
 WITH ev AS MATERIALIZED (
@@ -150,6 +153,7 @@ WITH ev AS MATERIALIZED (
     SELECT 1 FROM deliveries x
     WHERE x.endpoint_id = m.endpoint_id AND x.state = 'pending' AND x.next_attempt_at <= $10::bigint
       AND (x.lease_until IS NULL OR x.lease_until <= $10::bigint)
+    ORDER BY x.next_attempt_at, x.created_at
     LIMIT 1
   ) claimable
 ), planned AS MATERIALIZED (
