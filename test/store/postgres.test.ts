@@ -546,7 +546,7 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     await client.connect();
     try {
       const owner = await store.users.insert(user('admin'));
-      const hooks = [];
+      const hooks: Array<{ id: number }> = [];
       for (let i = 0; i < 5; i++) hooks.push(await store.webhooks.insert(webhook(owner.id)));
       const t0 = Date.now() - 60_000;
       const backlog = Array.from({ length: 5_000 }, (_, i) => delivery(hooks[0].id, t0 + i));
