@@ -11,6 +11,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { StoreError } from '../../src/store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, StoreData } from '../../src/store/types.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { socketUrlOf } from '../helpers/postgres.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
 if (!adminUrl) console.warn(`PostgreSQL import tests skipped: ${reason}`);
@@ -175,7 +176,8 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
 
   it('copies a store written before the journal (outbox.jsonl), every record with its id, the pending deliveries, the logs, settings and the JWT secret', async () => {
     const { dir, data, deliveries, log } = await writeDataDir();
-    const url = await createDatabase(adminUrl!);
+    // Through the server's Unix socket (the test above goes over TCP).
+    const url = await socketUrlOf(await createDatabase(adminUrl!));
     const summary = await importJsonStore(dir, url);
     expect(summary).toMatchObject({ users: 2, api_keys: 1, subscriptions: 1, sites: 2, webhooks: 1, reset_tokens: 1, limiter: 1, settings: true, jwt_secret: true, events: 1, deliveries: 2, log_entries: 100, skipped: 1 });
 
