@@ -92,21 +92,25 @@ export async function login(url, ca) {
   return client(url, ca, token);
 }
 
-/** An HTTPS receiver answering 200 at once; counts requests and resolves when `expected` arrived. */
-export async function startReceiver(tls) {
+/**
+ * An HTTPS receiver answering 200, at once or `delayMs` after the request's end (as an endpoint
+ * that does some work before it answers); counts answers and resolves when `expected` were sent.
+ */
+export async function startReceiver(tls, { delayMs = 0 } = {}) {
   let count = 0;
   let waiter = null;
+  const answer = (res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    count++;
+    if (waiter && count >= waiter.expected) {
+      const w = waiter;
+      waiter = null;
+      w.resolve(performance.now());
+    }
+  };
   const server = createServer({ ...tls, keepAliveTimeout: 30_000 }, (req, res) => {
     req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-      count++;
-      if (waiter && count >= waiter.expected) {
-        const w = waiter;
-        waiter = null;
-        w.resolve(performance.now());
-      }
-    });
+    req.on('end', () => (delayMs > 0 ? setTimeout(answer, delayMs, res) : answer(res)));
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   return {

@@ -91,6 +91,46 @@ export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], s
   }
 }
 
+/** Endpoints on `receiver` made through `daemon`'s admin (with the benchmark's settings); answers a publisher's API key. */
+async function setUpPublisher(daemon, ca, receiver, { endpoints, settings }) {
+  const admin = await login(daemon.url, ca);
+  await admin.call('PUT', '/admin/settings', settings);
+  for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
+  return (await admin.call('POST', '/auth/api-keys', { name: 'publisher' })).key;
+}
+
+/**
+ * Publishes `count` events through `daemons` in turn (32 requests at a time) and answers the
+ * deliveries/s from the first publish until `receiver` has answered every delivery.
+ */
+async function dispatchRate(daemons, receiver, key, count, endpoints) {
+  // Each publisher speaks to its daemon with that daemon's certificate.
+  const publishers = await Promise.all(daemons.map(async (d) => (await login(d.url, (await tlsOf(d.dir)).cert)).withToken(key)));
+  receiver.reset();
+  const expected = count * endpoints;
+  const start = performance.now();
+  const done = receiver.waitFor(expected);
+  await pool(count, 32, (i) => publishers[i % publishers.length].call('POST', '/admin/events', { event: 'site.created', data: { site_id: i + 1, domain: `e${i}.example.com` } }));
+  const end = await done;
+  return expected / ((end - start) / 1000);
+}
+
+/**
+ * A second daemon on the first's database, warmed before it is measured: a new process runs its
+ * first thousands of requests on code not yet optimised (the first, alive since round 1, is warm).
+ */
+async function startSecond(dir, env, first, receiver, key, { events, endpoints }) {
+  const second = await startDaemon(dir, { env });
+  second.dir = dir;
+  await dispatchRate([first, second], receiver, key, Math.ceil(events / 4), endpoints);
+  return second;
+}
+
+const ratioOf = (a, b) => {
+  const ratios = a.map((r, i) => r / b[i]);
+  return { ratio: median(ratios), range: [Math.min(...ratios), Math.max(...ratios)] };
+};
+
 /**
  * Dispatch on PostgreSQL: `events` events to `endpoints` endpoints, published through every
  * daemon in turn, with one daemon and then with two on the same database, and the same on one
@@ -109,6 +149,7 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
   const receiver = await startReceiver(tls);
   const env = { PANELCTL_DATABASE_URL: url, NODE_EXTRA_CA_CERTS: join(firstDir, 'tls/cert.pem') };
   const first = await startDaemon(firstDir, { env });
+  first.dir = firstDir;
   const jsonDir = await makeDataDir();
   const jsonTls = await tlsOf(jsonDir);
   // The receiver's certificate is the first daemon's: the JSON daemon trusts it as the first does.
@@ -118,33 +159,15 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
   tcp.dir = tcpDir;
   let second = null;
   try {
-    const setUp = async (daemon, ca) => {
-      const admin = await login(daemon.url, ca);
-      await admin.call('PUT', '/admin/settings', settings);
-      for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
-      return (await admin.call('POST', '/auth/api-keys', { name: 'publisher' })).key;
-    };
-    const key = await setUp(first, tls.cert);
-    const jsonKey = await setUp(json, jsonTls.cert);
-    const tcpKey = await setUp(tcp, (await tlsOf(tcpDir)).cert);
-    const run = async (daemons, publisherKey = key, count = events) => {
-      // Both daemons trust the first's certificate only for their own answers: each publisher
-      // speaks to its daemon with that daemon's certificate.
-      const publishers = await Promise.all(daemons.map(async (d) => (await login(d.url, (await tlsOf(d.dir)).cert)).withToken(publisherKey)));
-      receiver.reset();
-      const expected = count * endpoints;
-      const start = performance.now();
-      const done = receiver.waitFor(expected);
-      await pool(count, 32, (i) => publishers[i % publishers.length].call('POST', '/admin/events', { event: 'site.created', data: { site_id: i + 1, domain: `e${i}.example.com` } }));
-      const end = await done;
-      return expected / ((end - start) / 1000);
-    };
-    first.dir = firstDir;
+    const key = await setUpPublisher(first, tls.cert, receiver, { endpoints, settings });
+    const jsonKey = await setUpPublisher(json, jsonTls.cert, receiver, { endpoints, settings });
+    const tcpKey = await setUpPublisher(tcp, (await tlsOf(tcpDir)).cert, receiver, { endpoints, settings });
+    const run = (daemons, publisherKey = key, count = events) => dispatchRate(daemons, receiver, publisherKey, count, endpoints);
     const jsonRates = [];
     const one = [];
     const oneTcp = [];
     const two = [];
-    // Every daemon warmed before the first round (see the second daemon below).
+    // Every daemon warmed before the first round (see startSecond).
     await run([json], jsonKey, Math.ceil(events / 4));
     await run([first], key, Math.ceil(events / 4));
     await run([tcp], tcpKey, Math.ceil(events / 4));
@@ -160,27 +183,23 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
       log(`dispatch postgres: one daemon over TCP (round ${round + 1})…`);
       oneTcp.push(await run([tcp], tcpKey));
       log(`dispatch postgres: two daemons (round ${round + 1})…`);
-      second = await startDaemon(secondDir, { env });
-      second.dir = secondDir;
-      // A new process runs its first thousands of requests on code not yet optimised: the second
-      // daemon is warmed (as the first, alive since round 1, is) before it is measured.
-      await run([first, second], key, Math.ceil(events / 4));
+      second = await startSecond(secondDir, env, first, receiver, key, { events, endpoints });
       two.push(await run([first, second]));
     }
-    const vsJson = one.map((r, i) => r / jsonRates[i]);
-    const tcpVsJson = oneTcp.map((r, i) => r / jsonRates[i]);
-    const twoVsOne = two.map((r, i) => r / one[i]);
+    const vsJson = ratioOf(one, jsonRates);
+    const tcpVsJson = ratioOf(oneTcp, jsonRates);
+    const twoVsOne = ratioOf(two, one);
     return {
       json: median(jsonRates),
       one: median(one),
       two: median(two),
-      oneVsJson: median(vsJson),
-      oneVsJsonRange: [Math.min(...vsJson), Math.max(...vsJson)],
+      oneVsJson: vsJson.ratio,
+      oneVsJsonRange: vsJson.range,
       oneTcp: median(oneTcp),
-      tcpVsJson: median(tcpVsJson),
-      tcpVsJsonRange: [Math.min(...tcpVsJson), Math.max(...tcpVsJson)],
-      ratio: median(twoVsOne),
-      ratioRange: [Math.min(...twoVsOne), Math.max(...twoVsOne)],
+      tcpVsJson: tcpVsJson.ratio,
+      tcpVsJsonRange: tcpVsJson.range,
+      ratio: twoVsOne.ratio,
+      ratioRange: twoVsOne.range,
       rounds: one.map((r, i) => [jsonRates[i], r, oneTcp[i], two[i]]),
     };
   } finally {
@@ -193,5 +212,47 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
     await rm(firstDir, { recursive: true, force: true });
     await rm(secondDir, { recursive: true, force: true });
     await rm(tcpDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Two daemons against one where the endpoints, not the machine, set the pace: the receiver
+ * answers each delivery `delayMs` after it arrived, so a daemon's rate is bounded by its slots
+ * (at most 64 attempts in flight to one customer's endpoints, 8 to one endpoint) and a second
+ * daemon brings slots of its own. Same events and endpoints as benchDispatchPostgres, on a
+ * database of its own, in alternating rounds (one, two).
+ */
+export async function benchScaleOutPostgres(adminUrl, { events, endpoints, rounds, delayMs, log = () => undefined, settings }) {
+  const url = await socketUrlOf(await createDatabase(adminUrl, 'bench_scale_out'));
+  const firstDir = await makePgDataDir(url);
+  const secondDir = await emptyDir();
+  const tls = await tlsOf(firstDir);
+  const receiver = await startReceiver(tls, { delayMs });
+  const env = { PANELCTL_DATABASE_URL: url, NODE_EXTRA_CA_CERTS: join(firstDir, 'tls/cert.pem') };
+  const first = await startDaemon(firstDir, { env });
+  first.dir = firstDir;
+  let second = null;
+  try {
+    const key = await setUpPublisher(first, tls.cert, receiver, { endpoints, settings });
+    await dispatchRate([first], receiver, key, Math.ceil(events / 4), endpoints);
+    const one = [];
+    const two = [];
+    for (let round = 0; round < rounds; round++) {
+      log(`dispatch postgres, receivers answering in ${delayMs} ms: one daemon (round ${round + 1})…`);
+      one.push(await dispatchRate([first], receiver, key, events, endpoints));
+      log(`dispatch postgres, receivers answering in ${delayMs} ms: two daemons (round ${round + 1})…`);
+      second = await startSecond(secondDir, env, first, receiver, key, { events, endpoints });
+      two.push(await dispatchRate([first, second], receiver, key, events, endpoints));
+      await stopDaemon(second);
+      second = null;
+    }
+    const twoVsOne = ratioOf(two, one);
+    return { delayMs, one: median(one), two: median(two), ratio: twoVsOne.ratio, ratioRange: twoVsOne.range, rounds: one.map((r, i) => [r, two[i]]) };
+  } finally {
+    if (second) await stopDaemon(second);
+    await stopDaemon(first);
+    await receiver.close();
+    await rm(firstDir, { recursive: true, force: true });
+    await rm(secondDir, { recursive: true, force: true });
   }
 }

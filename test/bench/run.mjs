@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { request, Agent } from 'undici';
 import { benchBacklog } from './backlog.mjs';
-import { benchDispatchPostgres, benchWritesPostgres, withCluster } from './postgres.mjs';
+import { benchDispatchPostgres, benchScaleOutPostgres, benchWritesPostgres, withCluster } from './postgres.mjs';
 import { WRITE_CLIENTS, benchWritesJson } from './writes.mjs';
 import { ADMIN_PASSWORD, BIN, ROOT, client, login, makeDataDir, median, peakRssMb, pool, sign, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 
@@ -16,6 +16,8 @@ const QUICK = process.argv.includes('--quick');
 const DURATION = QUICK ? 4 : 10;
 const EVENTS = QUICK ? 200 : 1000;
 const ENDPOINTS = 10;
+/** How long the receivers of the scale-out benchmark take to answer a delivery (ms). */
+const SLOW_RECEIVER_MS = 50;
 const API_PAIRS = 3;
 const API_ROUNDS_PER_PAIR = 3;
 /** Admin users whose API keys the API benchmark's connections share out. */
@@ -393,6 +395,7 @@ async function report() {
     ['PostgreSQL: one daemon dispatching vs one on the JSON store (Unix socket, deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.one)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.oneVsJson, 2)} (${postgres.dispatch.oneVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.70', postgres.dispatch.oneVsJson >= 0.7],
     ['PostgreSQL: the same over TCP loopback (deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.oneTcp)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.tcpVsJson, 2)} (${postgres.dispatch.tcpVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
     [`PostgreSQL: two daemons vs one on one database (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.dispatch.two)} vs ${fmt(postgres.dispatch.one)}`, `${fmt(postgres.dispatch.ratio, 2)} (${postgres.dispatch.ratioRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 1.30', postgres.dispatch.ratio >= 1.3],
+    [`PostgreSQL: the same with receivers answering in ${postgres.scaleOut.delayMs} ms (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.scaleOut.two)} vs ${fmt(postgres.scaleOut.one)}`, `${fmt(postgres.scaleOut.ratio, 2)} (${postgres.scaleOut.ratioRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
     ['PostgreSQL: POST /sites writes at 50,000 sites vs at 1,000 (flat cost, durable writes/s, median of alternating rounds)', `${fmt(byStore('postgres', 50_000).writes)} vs ${fmt(byStore('postgres', 1_000).writes)}`, `${fmt(pgFlat, 2)} (${postgres.writesFlatRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.80', pgFlat >= 0.8],
     [`Backlog: ${fmt(backlog.pending)} pending deliveries, daemon peak RSS (MB)`, fmt(backlog.rss), '', '< 400', backlog.rss < 400],
     [`Backlog: ${fmt(backlog.pending)} pending deliveries, restart to healthy (s)`, fmt(backlog.startSeconds, 1), '', '< 3', backlog.startSeconds < 3],
@@ -464,6 +467,12 @@ loopback" measures (one daemon on a database of its own in the same cluster, ali
 Every daemon is warmed with a quarter of a round's events before it is measured (the second daemon
 is a new process in each round: its first seconds run code not yet optimised).
 
+With receivers answering ${postgres.scaleOut.delayMs} ms after each request (as an endpoint that does some work
+before it answers), a daemon's rate is bounded by its slots (at most 64 attempts in flight to one
+customer's endpoints, 8 to one endpoint; the benchmark's endpoints are one customer's), not by the
+cores, and a second daemon brings slots of its own. Same events and endpoints, on a database of its
+own, in alternating rounds (one daemon, two; deliveries/s): ${postgres.scaleOut.rounds.map(([a, b]) => `${fmt(a)} / ${fmt(b)}`).join('; ')}.
+
 Backlog: ${fmt(backlog.pending)} deliveries pending (not yet due) in the JSON store; the daemon
 started in ${fmt(backlog.startSeconds, 1)} s to a healthy answer and peaked at ${fmt(backlog.rss)} MB; it stopped in ${fmt(backlog.stopSeconds, 1)} s.
 
@@ -526,6 +535,7 @@ await stage('postgres', async () =>
   (results.postgres = await withCluster(async (adminUrl) => ({
     ...(await benchWritesPostgres(adminUrl, { sizes: QUICK ? [1_000] : [1_000, 50_000], seconds: QUICK ? 4 : 10, rounds: QUICK ? 2 : 5, log, settings: BENCH_SETTINGS }).then(({ rows, flat, flatRange }) => ({ writes: rows, writesFlat: flat, writesFlatRange: flatRange }))),
     dispatch: await benchDispatchPostgres(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 7, log, settings: BENCH_SETTINGS }),
+    scaleOut: await benchScaleOutPostgres(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 5, delayMs: SLOW_RECEIVER_MS, log, settings: BENCH_SETTINGS }),
   }))),
 );
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
