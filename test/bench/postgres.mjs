@@ -122,7 +122,12 @@ async function dispatchRate(daemons, receiver, key, count, endpoints) {
 async function startSecond(dir, env, first, receiver, key, { events, endpoints }) {
   const second = await startDaemon(dir, { env });
   second.dir = dir;
-  await dispatchRate([first, second], receiver, key, Math.ceil(events / 4), endpoints);
+  try {
+    await dispatchRate([first, second], receiver, key, Math.ceil(events / 4), endpoints);
+  } catch (error) {
+    await stopDaemon(second);
+    throw error;
+  }
   return second;
 }
 
