@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { EXIT, exitCodeForStatus } from '../shared/errors.js';
 import type { Envelope } from '../shared/envelope.js';
 import { CliError } from './errors.js';
+import { PAGE_MAX } from '../shared/page-limit.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -73,7 +74,7 @@ async function requestOnce(
   url: URL,
   agent: HttpAgent,
   options: { method: string; headers: Record<string, string>; body?: string; ca?: string; timeoutMs: number },
-): Promise<{ statusCode: number; text: string }> {
+): Promise<{ statusCode: number; text: string; link?: string }> {
   const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
   return new Promise((resolve, reject) => {
     const request = transport.request(
@@ -83,7 +84,9 @@ async function requestOnce(
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
         response.on('error', reject);
-        response.on('end', () => resolve({ statusCode: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('end', () =>
+          resolve({ statusCode: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), link: [response.headers.link ?? []].flat().join(', ') }),
+        );
       },
     );
     request.on('timeout', () => request.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
@@ -103,6 +106,21 @@ export async function readBody(body: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of body) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The path (under /api/v1) of the `rel="next"` target of a `Link` header, or null. */
+export function nextPage(link: string | undefined): string | null {
+  const match = link?.match(/<([^>]*)>\s*;\s*rel="?next"?/);
+  if (!match) return null;
+  const target = new URL(match[1], 'http://daemon');
+  return `${target.pathname.replace(/^\/api\/v1/, '')}${target.search}`;
+}
+
+function withQuery(path: string, extra: Record<string, string>): string {
+  const [base, query = ''] = path.split('?', 2);
+  const params = new URLSearchParams(query);
+  for (const [name, value] of Object.entries(extra)) params.set(name, value);
+  return params.size ? `${base}?${params}` : base;
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'OPTIONS';
@@ -145,6 +163,27 @@ export class ApiClient {
 
   /** Sends a request and returns the envelope; error answers throw ApiRequestError. */
   async call<T>(method: HttpMethod, path: string, body?: unknown): Promise<Envelope<T>> {
+    return (await this.#exchange<T>(method, path, body)).envelope;
+  }
+
+  /**
+   * Reads a paginated list: page after page, following each answer's `Link: <…>; rel="next"`,
+   * until the last page or until `limit` items are in.
+   * @example
+   * const sites = await client.list<Site>('/sites?subscription_id=3');
+   */
+  async list<T>(path: string, limit?: number): Promise<T[]> {
+    const items: T[] = [];
+    let next: string | null = withQuery(path, limit === undefined ? {} : { limit: String(Math.min(limit, PAGE_MAX)) });
+    while (next !== null && (limit === undefined || items.length < limit)) {
+      const { envelope, link } = await this.#exchange<T[]>('GET', next);
+      items.push(...envelope.data);
+      next = nextPage(link);
+    }
+    return limit === undefined ? items : items.slice(0, limit);
+  }
+
+  async #exchange<T>(method: HttpMethod, path: string, body?: unknown): Promise<{ envelope: Envelope<T>; link?: string }> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -153,7 +192,7 @@ export class ApiClient {
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
     const url = this.#url(path);
-    let response: { statusCode: number; text: string };
+    let response: { statusCode: number; text: string; link?: string };
     try {
       response = await requestOnce(url, await this.#agentFor(url), { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
     } catch (error) {
@@ -175,7 +214,7 @@ export class ApiClient {
         hintFor(response.statusCode, error, this.options.tokenSource),
       );
     }
-    return envelope;
+    return { envelope, link: response.link };
   }
 
   /**

@@ -74,3 +74,6 @@ export function parseSince(value: string, now = Date.now()): string {
     throw new InvalidArgumentError(`expected a duration back from now (2h, 30m, 1d) or an RFC 3339 time, got "${value}"`);
   }
 }
+
+/** The help of every list command's `-n, --limit <n>`: without it the CLI reads every page. */
+export const LIMIT_HELP = 'at most N items (default: all of them, read page by page)';

@@ -140,6 +140,12 @@ The envelope answers requests refused before they reach an operation too:
   408 when the request does not arrive in time. When the request could not be parsed the answer
   carries \`Connection: close\` and the connection ends.
 
+## Lists
+
+Every list takes \`limit\` (1–1000, default 1000) and \`after\` (an id: the page starts past it) and
+answers in id order (delivery logs newest first, where \`after\` means older). When a further page
+exists the answer carries \`Link: </api/v1/…?after=N>; rel="next"\`; follow it until no \`Link\` comes.
+
 ## Limits
 
 - Request rates (settings \`rate_limit_*\`): login ${s.rate_limit_login_per_minute}/min per IP, password reset
@@ -164,6 +170,7 @@ type Operation = {
   operationId?: string;
   tags?: string[];
   security?: unknown[];
+  parameters?: Array<{ in?: string; name?: string }>;
   responses?: Record<string, { description?: string; headers?: Record<string, object>; content?: Record<string, { schema?: unknown; example?: unknown; examples?: unknown }> }>;
 };
 type Document = {
@@ -184,6 +191,12 @@ export function operationIdFor(method: string, path: string): string {
     .map((segment) => segment.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+/g, '_'));
   return [method, ...words].join('_');
 }
+
+/** A paginated list's 200 answer (CONTRACT section 7): where the next page is, as GitHub sends it. */
+const LINK = {
+  description: 'The next page, when there is one: `<URL>; rel="next"` (a relative URL; absent on the last page)',
+  schema: { type: 'string' },
+};
 
 const RETRY_AFTER = {
   description: 'Seconds to wait before trying again (always sent with 429; with 503 when the wait is known)',
@@ -229,6 +242,7 @@ export function completeDocument<T extends Document>(doc: T, { shared = {}, limi
       operation.operationId ??= operationIdFor(method, path);
       for (const tag of operation.tags ?? []) used.add(tag);
       const counted = limited(path);
+      const paginated = operation.parameters?.some((p) => p.in === 'query' && p.name === 'after') ?? false;
       for (const [code, response] of Object.entries(operation.responses ?? {})) {
         const status = Number(code);
         const meaning = STATUS_MEANING[status];
@@ -247,6 +261,7 @@ export function completeDocument<T extends Document>(doc: T, { shared = {}, limi
           const media = response.content?.['application/json'];
           if (media && !media.example && !media.examples) media.examples = errorExamples(status);
         }
+        if (paginated && status === 200) response.headers = { Link: { $ref: '#/components/headers/Link' }, ...response.headers };
         if (status === 429 || status === 503) response.headers = { 'Retry-After': { $ref: '#/components/headers/Retry-After' }, ...response.headers };
         if (counted) {
           const refs = Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
@@ -255,7 +270,7 @@ export function completeDocument<T extends Document>(doc: T, { shared = {}, limi
       }
     }
   }
-  doc.components.headers = { 'Retry-After': RETRY_AFTER, ...RATE_LIMIT_HEADERS, ...doc.components.headers };
+  doc.components.headers = { 'Retry-After': RETRY_AFTER, Link: LINK, ...RATE_LIMIT_HEADERS, ...doc.components.headers };
   for (const item of Object.values(doc.webhooks ?? {})) {
     for (const operation of Object.values(item)) for (const tag of operation.tags ?? []) used.add(tag);
   }

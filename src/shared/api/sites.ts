@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Timestamp } from '../envelope.js';
 import { HOSTNAME_MAX_LENGTH } from '../hostname.js';
+import { PageFields } from './pages.js';
 
 export const Site = Type.Object(
   {
@@ -14,16 +15,17 @@ export const Site = Type.Object(
 );
 export type Site = Static<typeof Site>;
 
-/** The subscription context (section 2.7); absent: the caller's default (customer) or everything (admin). */
-export const SubscriptionContextQuery = Type.Object(
+/** The subscription context (section 2.7; absent: the caller's default, or everything for an admin) and the page. */
+export const ListSitesQuery = Type.Object(
   {
     subscription_id: Type.Optional(
       Id({ description: 'Decimal subscription id. Absent: a customer\'s default subscription; for an admin, all subscriptions.' }),
     ),
+    ...PageFields,
   },
   { additionalProperties: false },
 );
-export type SubscriptionContextQuery = Static<typeof SubscriptionContextQuery>;
+export type ListSitesQuery = Static<typeof ListSitesQuery>;
 
 export const CreateSiteBody = Type.Object(
   {

@@ -2,6 +2,7 @@
 // serialisation, docs), the CLI and the TUI (types). The secret is accepted, never returned.
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Timestamp } from '../envelope.js';
+import { PageFields } from './pages.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute https: URL the events are POSTed to' });
 const Secret = Type.String({ minLength: 1, maxLength: 1024, description: 'Key of the HMAC-SHA256 signature; never returned' });
@@ -76,6 +77,7 @@ export const ListWebhooksQuery = Type.Object(
   {
     user_id: Type.Optional(Id({ description: "Admins: that user's endpoints" })),
     all: Type.Optional(Type.Boolean({ description: "Admins: every user's endpoints" })),
+    ...PageFields,
   },
   { additionalProperties: false },
 );
@@ -107,10 +109,10 @@ export type DeliveryEntry = Static<typeof DeliveryEntry>;
 
 export const DeliveriesQuery = Type.Object(
   {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100, description: 'At most this many entries' })),
     success: Type.Optional(Type.Boolean({ description: 'Only successful (true) or failed (false) attempts' })),
     event: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Only these events (a name, or comma-separated names)' })),
     since: Type.Optional(Type.String({ format: 'date-time', description: 'Only attempts made at or after this time (RFC 3339)' })),
+    ...PageFields,
   },
   { additionalProperties: false },
 );

@@ -27,6 +27,7 @@ export const CORE_ROWS: Row[] = [
 
   // admin/users
   { op: op('GET', 'admin/users'), status: 200, case: 'admin lists users', as: 'admin' },
+  { op: op('GET', 'admin/users'), status: 422, case: 'limit out of range', as: 'admin', error: 'validation failed', query: { limit: 0 } },
   { op: op('GET', 'admin/users'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
   { op: op('GET', 'admin/users'), status: 403, case: 'customer', as: 'customer', error: 'forbidden' },
   { op: op('POST', 'admin/users'), status: 201, case: 'new customer', as: 'admin', body: { email: 'contract-new@example.com', name: 'New', password: 'password-123', role: 'customer' } },

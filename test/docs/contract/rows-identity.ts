@@ -27,6 +27,7 @@ export const IDENTITY_ROWS: Row[] = [
   { op: op('POST', KEYS), status: 403, case: 'with an API key (Bearer)', as: 'customerKey', error: 'jwt required', body: { name: 'x' } },
   { op: op('POST', KEYS), status: 422, case: 'expires_at in the past', as: 'customer', error: 'validation failed', body: { name: 'old', expires_at: '2000-01-01T00:00:00Z' } },
   { op: op('GET', KEYS), status: 200, case: "the caller's keys", as: 'customer' },
+  { op: op('GET', KEYS), status: 422, case: 'limit out of range', as: 'customer', error: 'validation failed', query: { limit: 1001 } },
   { op: op('GET', KEYS), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
   { op: op('GET', KEYS), status: 403, case: 'with an API key (X-API-Key)', as: 'adminKey', error: 'jwt required' },
   {

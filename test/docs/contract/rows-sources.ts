@@ -9,6 +9,7 @@ export const SOURCES_ROWS: Row[] = [
   // subscriptions
   { op: op('GET', 'subscriptions'), status: 200, case: "customer's own", as: 'customer' },
   { op: op('GET', 'subscriptions'), status: 200, case: 'admin sees all', as: 'admin' },
+  { op: op('GET', 'subscriptions'), status: 422, case: 'limit out of range', as: 'customer', error: 'validation failed', query: { limit: 0 } },
   { op: op('GET', 'subscriptions'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
   { op: op('POST', SUBSCRIPTIONS), status: 201, case: 'for a customer', as: 'admin', body: (ctx) => ({ customer_id: ctx.customerId, main_domain: ctx.domain() }) },
   { op: op('POST', SUBSCRIPTIONS), status: 400, case: 'main_domain missing', as: 'admin', error: 'bad request', body: (ctx) => ({ customer_id: ctx.customerId }) },
@@ -36,6 +37,7 @@ export const SOURCES_ROWS: Row[] = [
   { op: op('GET', 'sites'), status: 200, case: "customer's default subscription", as: 'customer' },
   { op: op('GET', 'sites'), status: 200, case: 'a named subscription', as: 'customer', query: (ctx) => ({ subscription_id: ctx.ownSubscriptionId }) },
   { op: op('GET', 'sites'), status: 400, case: 'subscription_id not a number', as: 'customer', error: 'bad request', query: { subscription_id: 'abc' } },
+  { op: op('GET', 'sites'), status: 422, case: 'limit out of range', as: 'customer', error: 'validation failed', query: { limit: 0 } },
   { op: op('GET', 'sites'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
   { op: op('GET', 'sites'), status: 403, case: "another customer's subscription", as: 'customer', error: 'forbidden', query: (ctx) => ({ subscription_id: ctx.otherSubscriptionId }) },
   { op: op('GET', 'sites'), status: 404, case: 'unknown subscription', as: 'customer', error: 'not found', query: { subscription_id: 999999 } },

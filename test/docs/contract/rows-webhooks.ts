@@ -52,6 +52,7 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('POST', LIST), status: 422, case: 'unknown event', as: 'customer', error: 'validation failed', body: (ctx) => create(ctx, { events: 'site.exploded' }) },
   { op: op('GET', LIST), status: 200, case: "the caller's endpoints", as: 'customer' },
   { op: op('GET', LIST), status: 200, case: "admin: everyone's", as: 'admin', query: { all: 'true' } },
+  { op: op('GET', LIST), status: 422, case: 'limit out of range', as: 'customer', error: 'validation failed', query: { limit: 0 } },
   { op: op('GET', LIST), status: 400, case: 'unknown query parameter', as: 'customer', error: 'bad request', query: { everyone: 'true' } },
   { op: op('GET', LIST), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated' },
   { op: op('GET', LIST), status: 403, case: "customer asking for everyone's", as: 'customer', error: 'forbidden', query: { all: 'true' } },

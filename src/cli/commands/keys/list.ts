@@ -2,14 +2,18 @@
 // Kept light: this path is benchmarked against `node -e 0`.
 import { Command } from 'commander';
 import type { ApiKey } from '../../api-types.js';
+import { LIMIT_HELP, parseCount } from '../../args.js';
 import type { Context } from '../../context.js';
 
 export function keysListCommand(ctx: Context): Command {
-  return new Command('list').description('list your API keys').action(async () => keysListRun(ctx));
+  return new Command('list')
+    .description('list your API keys')
+    .option('-n, --limit <n>', LIMIT_HELP, parseCount)
+    .action(async (options: { limit?: number }) => keysListRun(ctx, options.limit));
 }
 
-export async function keysListRun(ctx: Context): Promise<void> {
-  const { data } = await ctx.client().call<ApiKey[]>('GET', '/auth/api-keys');
+export async function keysListRun(ctx: Context, limit?: number): Promise<void> {
+  const data = await ctx.client().list<ApiKey>('/auth/api-keys', limit);
   await ctx.render(data, async (ui, keys) => {
     const now = Date.now();
     ui.table(

@@ -2,19 +2,20 @@
 // subscription's sites, an admin all sites.
 import { Command } from 'commander';
 import type { Site } from '../../api-types.js';
-import { parseId } from '../../args.js';
+import { LIMIT_HELP, parseCount, parseId } from '../../args.js';
 import type { Context } from '../../context.js';
 
 export function sitesListCommand(ctx: Context): Command {
   return new Command('list')
     .description("list websites (default: your default subscription's; admins: all)")
     .option('--subscription <id>', 'only the sites of this subscription', parseId)
-    .action(async (options: { subscription?: number }) => sitesListRun(ctx, options.subscription));
+    .option('-n, --limit <n>', LIMIT_HELP, parseCount)
+    .action(async (options: { subscription?: number; limit?: number }) => sitesListRun(ctx, options.subscription, options.limit));
 }
 
-export async function sitesListRun(ctx: Context, subscriptionId?: number): Promise<void> {
+export async function sitesListRun(ctx: Context, subscriptionId?: number, limit?: number): Promise<void> {
   const query = subscriptionId ? `?subscription_id=${subscriptionId}` : '';
-  const { data } = await ctx.client().call<Site[]>('GET', `/sites${query}`);
+  const data = await ctx.client().list<Site>(`/sites${query}`, limit);
   await ctx.render(data, (ui, sites) =>
     ui.table(
       sites,

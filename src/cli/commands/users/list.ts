@@ -1,14 +1,18 @@
 // `panelctl users list` (admin).
 import { Command } from 'commander';
 import type { UserDetail } from '../../api-types.js';
+import { LIMIT_HELP, parseCount } from '../../args.js';
 import type { Context } from '../../context.js';
 
 export function usersListCommand(ctx: Context): Command {
-  return new Command('list').description('list user accounts (admin)').action(async () => usersListRun(ctx));
+  return new Command('list')
+    .description('list user accounts (admin)')
+    .option('-n, --limit <n>', LIMIT_HELP, parseCount)
+    .action(async (options: { limit?: number }) => usersListRun(ctx, options.limit));
 }
 
-export async function usersListRun(ctx: Context): Promise<void> {
-  const { data } = await ctx.client().call<UserDetail[]>('GET', '/admin/users');
+export async function usersListRun(ctx: Context, limit?: number): Promise<void> {
+  const data = await ctx.client().list<UserDetail>('/admin/users', limit);
   await ctx.render(data, (ui, users) =>
     ui.table(users, [
       { header: 'id', value: (u) => String(u.id) },

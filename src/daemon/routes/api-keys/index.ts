@@ -8,6 +8,8 @@ import { ApiKey, CreateApiKeyBody, CreatedApiKey } from '../../../shared/api/api
 import type { ApiKeyRecord } from '../../../store/types.js';
 import { generateApiKey } from '../../auth/api-keys.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
+import { pageOf, sendLink } from '../pages.js';
+import { PageQuery } from '../../../shared/api/pages.js';
 
 /** RFC 3339 proper: a `T`, seconds, and a `Z` or `±hh:mm` offset (the schema's format is more lenient). */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
@@ -70,20 +72,23 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
     },
   );
 
-  app.get(
+  app.get<{ Querystring: PageQuery }>(
     '/auth/api-keys',
     {
       config: { auth: 'jwt' },
       schema: {
         tags: ['api-keys'],
-        summary: "The caller's API keys (never the key itself)",
+        summary: "The caller's API keys (never the key itself), a page at a time",
         security,
-        response: { 200: EnvelopeOf(Type.Array(ApiKey)), ...errorResponses(401, 403) },
+        querystring: PageQuery,
+        response: { 200: EnvelopeOf(Type.Array(ApiKey)), ...errorResponses(400, 401, 403, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { userId } = principalOf(request);
-      return ok((await app.store.apiKeys.listByUser(userId)).map(listed));
+      const { items, next } = pageOf(request, await app.store.apiKeys.listByUser(userId), request.query);
+      sendLink(reply, next);
+      return ok(items.map(listed));
     },
   );
 

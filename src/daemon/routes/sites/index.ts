@@ -6,12 +6,13 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { normaliseHostname } from '../../../shared/hostname.js';
-import { CreateSiteBody, Site, SubscriptionContextQuery } from '../../../shared/api/sites.js';
+import { CreateSiteBody, Site, ListSitesQuery } from '../../../shared/api/sites.js';
 import { StoreConflictError } from '../../../store/store.js';
 import type { SiteRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
 import { resolveSubscription } from '../subscriptions/context.js';
 import { ListMemo } from '../list-memo.js';
+import { pageOf, sendLink } from '../pages.js';
 
 function siteView(s: SiteRecord): Site {
   return { id: s.id, subscription_id: s.subscription_id, domain: s.domain, created_at: s.created_at };
@@ -38,7 +39,7 @@ export default async function siteRoutes(app: FastifyInstance) {
     app.addHook('onClose', async () => unsubscribe());
   }
 
-  app.get<{ Querystring: SubscriptionContextQuery }>(
+  app.get<{ Querystring: ListSitesQuery }>(
     '/sites',
     {
       schema: {
@@ -47,9 +48,10 @@ export default async function siteRoutes(app: FastifyInstance) {
         description:
           'With `subscription_id`: that subscription\'s sites (another customer\'s: 403; unknown: 404; not a decimal integer: 400). ' +
           'Without it, a customer gets the sites of their default subscription (the one marked default, else the oldest; ' +
-          'none when they have no subscription) and an admin gets every site.',
+          'none when they have no subscription) and an admin gets every site. In id order, a page at a time ' +
+          '(`limit`, `after`; the next page in the `Link` header).',
         security,
-        querystring: SubscriptionContextQuery,
+        querystring: ListSitesQuery,
         response: { 200: EnvelopeOf(Type.Array(Site)), ...errorResponses(400, 401, 403, 404) },
       },
     },
@@ -58,15 +60,21 @@ export default async function siteRoutes(app: FastifyInstance) {
       // Authorisation and the choice of subscription run on every request; only the listing
       // itself is memoised, per subscription (or "all" for an admin), until a site changes.
       const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
-      const view = subscription ? `subscription:${subscription.id}` : principal.role === 'admin' ? 'all' : 'none';
+      const scope = subscription ? `subscription:${subscription.id}` : principal.role === 'admin' ? 'all' : 'none';
+      const view = `${scope}:${request.query.after ?? ''}:${request.query.limit ?? ''}`;
       const build = async () => {
         let sites: SiteRecord[];
         if (subscription) sites = await app.store.sites.listBySubscription(subscription.id);
         else if (principal.role === 'admin') sites = await app.store.sites.list();
         else sites = [];
-        return ok(sites.map(siteView));
+        const { items, next } = pageOf(request, sites, request.query);
+        return { envelope: ok(items.map(siteView)), next };
       };
-      if (!lists) return build();
+      if (!lists) {
+        const { envelope, next } = await build();
+        sendLink(reply, next);
+        return envelope;
+      }
       return lists.send(reply, view, build);
     },
   );

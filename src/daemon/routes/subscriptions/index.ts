@@ -10,6 +10,8 @@ import { CreateSubscriptionBody, Subscription } from '../../../shared/api/subscr
 import { StoreConflictError } from '../../../store/store.js';
 import type { SubscriptionRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
+import { pageOf, sendLink } from '../pages.js';
+import { PageQuery } from '../../../shared/api/pages.js';
 
 export function subscriptionView(s: SubscriptionRecord): Subscription {
   return {
@@ -24,21 +26,24 @@ export function subscriptionView(s: SubscriptionRecord): Subscription {
 }
 
 export default async function subscriptionRoutes(app: FastifyInstance) {
-  app.get(
+  app.get<{ Querystring: PageQuery }>(
     '/subscriptions',
     {
       schema: {
         tags: ['subscriptions'],
-        summary: "The caller's subscriptions (admin: every customer's), oldest first",
+        summary: "The caller's subscriptions (admin: every customer's), oldest first, a page at a time",
         security,
-        response: { 200: EnvelopeOf(Type.Array(Subscription)), ...errorResponses(401) },
+        querystring: PageQuery,
+        response: { 200: EnvelopeOf(Type.Array(Subscription)), ...errorResponses(400, 401, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const principal = principalOf(request);
       const list =
         principal.role === 'admin' ? await app.store.subscriptions.list() : await app.store.subscriptions.listByCustomer(principal.userId);
-      return ok(list.map(subscriptionView));
+      const { items, next } = pageOf(request, list, request.query);
+      sendLink(reply, next);
+      return ok(items.map(subscriptionView));
     },
   );
 

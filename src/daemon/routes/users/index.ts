@@ -8,6 +8,8 @@ import { CreateUserBody, SetPasswordBody, UserDetail } from '../../../shared/api
 import { StoreConflictError } from '../../../store/store.js';
 import { newUserRecord, passwordChange } from '../../auth/password.js';
 import { principalOf } from '../../plugins/auth.js';
+import { pageOf, sendLink } from '../pages.js';
+import { PageQuery } from '../../../shared/api/pages.js';
 import { userDetail } from '../auth/users-view.js';
 
 export default async function userRoutes(app: FastifyInstance) {
@@ -24,13 +26,23 @@ export default async function userRoutes(app: FastifyInstance) {
     async (request) => ok(userDetail(principalOf(request).user)),
   );
 
-  app.get(
+  app.get<{ Querystring: PageQuery }>(
     '/admin/users',
     {
       config: { auth: 'admin' },
-      schema: { tags: ['admin'], summary: 'List users', security, response: { 200: EnvelopeOf(Type.Array(UserDetail)), ...errorResponses(401, 403) } },
+      schema: {
+        tags: ['admin'],
+        summary: 'List users, a page at a time',
+        security,
+        querystring: PageQuery,
+        response: { 200: EnvelopeOf(Type.Array(UserDetail)), ...errorResponses(400, 401, 403, 422) },
+      },
     },
-    async () => ok((await app.store.users.list()).map(userDetail)),
+    async (request, reply) => {
+      const { items, next } = pageOf(request, await app.store.users.list(), request.query);
+      sendLink(reply, next);
+      return ok(items.map(userDetail));
+    },
   );
 
   app.post<{ Body: CreateUserBody }>(

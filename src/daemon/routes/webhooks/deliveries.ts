@@ -13,6 +13,7 @@ import { DeliveryNotAttempted, RETRY_DELAY_MS } from '../../dispatcher/dispatche
 import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
 import { parseTime } from './times.js';
+import { pageOf, sendLink } from '../pages.js';
 
 const tags = ['webhooks'];
 export const DEFAULT_TEST_MESSAGE = 'This is a test webhook from panelctl';
@@ -57,27 +58,29 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: "The endpoint's last 100 delivery attempts, newest first (filters: success, event, since, limit)",
+        summary: "The endpoint's last 100 delivery attempts, newest first (filters: success, event, since; pages: limit, after = older than)",
         security,
         params: IdParam,
         querystring: DeliveriesQuery,
         response: { 200: EnvelopeOf(Type.Array(DeliveryEntry)), ...errorResponses(400, 401, 403, 404, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
       assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { limit = 100, success, event, since } = request.query;
+      const { success, event, since } = request.query;
       const sinceMs = since === undefined ? undefined : parseTime('since', since);
       const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));
       let entries = await app.store.deliveryLog.list(id);
       if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
       if (events) entries = entries.filter((entry) => events.has(entry.event));
       if (sinceMs !== undefined) entries = entries.filter((entry) => Date.parse(entry.created_at) >= sinceMs);
+      const { items, next } = pageOf(request, entries, request.query, 'desc');
+      sendLink(reply, next);
       // Entries recorded without request_headers or reason (seeded, or older builds) get an empty
       // set and a reason read from their status or response.
       return ok(
-        entries.slice(0, limit).map((entry) => ({
+        items.map((entry) => ({
           ...entry,
           request_headers: entry.request_headers ?? {},
           reason: entry.reason !== undefined ? entry.reason : entryReason(entry),

@@ -19,6 +19,7 @@ import { privateTargetsAllowed } from '../../dispatcher/plugin.js';
 import { blockedLiteral } from '../../dispatcher/ssrf.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
 import { endpointView, endpointViews } from './endpoint-view.js';
+import { pageOf, sendLink } from '../pages.js';
 
 const tags = ['webhooks'];
 
@@ -97,13 +98,13 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: "The caller's endpoints (admins: `user_id` for a user's, `all` for everyone's)",
+        summary: "The caller's endpoints (admins: `user_id` for a user's, `all` for everyone's), a page at a time",
         security,
         querystring: ListWebhooksQuery,
         response: { 200: EnvelopeOf(Type.Array(WebhookEndpoint)), ...errorResponses(400, 401, 403) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const principal = principalOf(request);
       const { user_id: userId, all } = request.query;
       const admin = principal.role === 'admin';
@@ -112,7 +113,10 @@ export default async function endpointRoutes(app: FastifyInstance) {
       }
       const owner = userId ?? principal.userId;
       const records = all ? await app.store.webhooks.list() : await app.store.webhooks.listByUser(owner);
-      return ok(await endpointViews(app, records));
+      // Only the page's endpoints get their health read.
+      const { items, next } = pageOf(request, records, request.query);
+      sendLink(reply, next);
+      return ok(await endpointViews(app, items));
     },
   );
 
