@@ -351,6 +351,7 @@ export class JsonStore implements Store {
     this.#assertOpen();
     const writer = new Writer(this.#state);
     const result = change(writer);
+    if (writer.enqueued.length) this.#state.lanes.admit(writer.enqueued);
     for (const op of writer.ops) this.#soft.set(op.t === 'settings' || op.t === 'enqueue' ? `${op.t}:${this.#soft.size}` : `${op.t}:${op.k}`, op);
     if (this.#soft.size > 0 && !this.#softTimer && !this.#closed) {
       this.#softTimer = setTimeout(() => this.#flushSoft(), SOFT_FLUSH_MS);
@@ -402,6 +403,8 @@ export class JsonStore implements Store {
     // Batches complete in order: everything up to this one is on disk.
     const at = this.#unsettled.indexOf(writer);
     if (at >= 0) this.#unsettled.splice(0, at + 1);
+    // Only now may a dispatcher claim what this transaction queued.
+    if (writer.enqueued.length) this.#state.lanes.admit(writer.enqueued);
     for (const after of writer.afterCommit) await Promise.resolve(after()).catch(() => undefined);
     this.changes.publish(writer.changes);
     this.#maybeCompact();
@@ -419,7 +422,14 @@ export class JsonStore implements Store {
       try {
         const failed = this.#unsettled;
         this.#unsettled = [];
-        for (let i = failed.length - 1; i >= 0; i--) failed[i].rollback();
+        // Their records were readable in memory meanwhile: their ids are not handed out again,
+        // and the counters go with the next journal line (soft: a later id carries them anyway).
+        for (let i = failed.length - 1; i >= 0; i--) failed[i].rollback({ keepIds: true });
+        for (const writer of failed) {
+          for (const op of writer.ops) {
+            if (op.t === 'counter') this.#soft.set(`counter:${op.k}`, { t: 'counter', k: op.k, v: this.#state.counters[op.k] ?? op.v });
+          }
+        }
       } finally {
         this.#failing = false;
         this.#recovering = null;
