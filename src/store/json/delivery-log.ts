@@ -13,6 +13,12 @@ import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
 
 export const LOG_RETENTION = 100;
 const MAX_OPEN_FILES = 1024;
+/**
+ * A log file not written for this long is closed, as the journal is when idle: an idle daemon
+ * holds no file of the data directory open for writing (it can be remounted read-only). Long
+ * enough that a steady stream of attempts keeps its files open.
+ */
+const IDLE_CLOSE_MS = 1_000;
 /** Entries kept in memory for reconnecting streams (`since`). */
 const RECENT = 1000;
 
@@ -138,7 +144,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     let log = this.#logs.get(endpointId);
     if (!log) {
       // Logs are observability, not the source of truth (the outbox is): no fsync per line.
-      log = new AppendLog(this.#path(endpointId), { durable: false, ops: this.ops });
+      log = new AppendLog(this.#path(endpointId), { durable: false, ops: this.ops, closeAfterIdleMs: IDLE_CLOSE_MS });
       this.#logs.set(endpointId, log);
     }
     return log;

@@ -1,0 +1,219 @@
+// Nothing leaves the JSON store before the change that made it is durable: deliveries queued by a
+// transaction whose journal line is still on its way to disk cannot be claimed or taken at
+// publish, a failed commit hands nothing out and lends its ids to no other record, and delivery
+// log files are closed once idle (an idle daemon holds nothing of the data directory open).
+import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { layout, type DataLayout } from '../../src/shared/paths.js';
+import { realFileOps } from '../../src/store/json/file-ops.js';
+import { JsonStore } from '../../src/store/json/json-store.js';
+import { StoreUnavailableError, type ClaimOptions, type PublishTaker } from '../../src/store/store.js';
+import type { DeliveryRecord } from '../../src/store/types.js';
+import { delivery, eventRecord, userRecord } from './contract/suite.js';
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempLayout(): Promise<DataLayout> {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-durable-'));
+  dirs.push(dir);
+  return layout(dir);
+}
+
+/**
+ * A store whose fsyncs can be held (the commit is on its way to disk) and then let through or
+ * failed, as a disk filling up would fail them.
+ */
+async function heldStore() {
+  const paths = await tempLayout();
+  let gate: { promise: Promise<void>; release: (error?: Error) => void } | null = null;
+  let reached: (() => void) | null = null;
+  const store = await JsonStore.open(paths, {
+    create: true,
+    fileOps: {
+      async sync(handle) {
+        const held = gate;
+        if (held) {
+          reached?.();
+          await held.promise;
+        }
+        return realFileOps.sync(handle);
+      },
+    },
+  });
+  return {
+    paths,
+    store,
+    /** Holds the next fsyncs; resolves the returned promise once one is waiting. */
+    hold(): Promise<void> {
+      let release!: (error?: Error) => void;
+      const promise = new Promise<void>((resolve, reject) => (release = (error) => (error ? reject(error) : resolve())));
+      promise.catch(() => undefined);
+      gate = { promise, release };
+      return new Promise<void>((resolve) => (reached = resolve));
+    },
+    letThrough(): void {
+      const held = gate;
+      gate = null;
+      held?.release();
+    },
+    fail(): void {
+      const held = gate;
+      gate = null;
+      held?.release(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }));
+    },
+  };
+}
+
+const claimAll = (now = Date.now()): ClaimOptions => ({ owner: 'test', now, leaseMs: 60_000, limit: 100, perEndpoint: 100 });
+
+async function customerWithEndpoint(store: JsonStore) {
+  const user = await store.users.insert(userRecord('owner@example.test'));
+  const subscription = await store.subscriptions.insert({ customer_id: user.id, main_domain: 'owner.example', is_default: true, status: 'active', created_at: T0, updated_at: T0 });
+  const endpoint = await store.webhooks.insert({
+    user_id: user.id,
+    url: 'https://receiver.example/hook',
+    secret: 's',
+    events: '*',
+    active: true,
+    created_at: T0,
+    updated_at: T0,
+  });
+  return { user, subscription, endpoint };
+}
+
+describe('JSON store: nothing leaves before it is durable', () => {
+  it('a delivery queued in a transaction is not claimable until its journal line is fsynced', async () => {
+    const { store, hold, letThrough } = await heldStore();
+    const { user, endpoint } = await customerWithEndpoint(store);
+    const waiting = hold();
+    const queued = delivery(endpoint.id, user.id, 0);
+    const committed = store.transaction(async (tx) => tx.outbox.enqueue(eventRecord(), [queued]));
+    await waiting; // in memory, on its way to disk
+    expect(await store.outbox.get(queued.id)).toBeDefined();
+    expect(await store.outbox.claim(claimAll())).toEqual([]);
+    expect(await store.outbox.claim({ ...claimAll(), ids: [queued.id] })).toEqual([]);
+    letThrough();
+    await committed;
+    expect((await store.outbox.claim(claimAll())).map((d) => d.id)).toEqual([queued.id]);
+    await store.close();
+  });
+
+  it('a failed commit hands nothing out: its deliveries are never claimable, its site id goes to no other site, even after a restart', async () => {
+    const { paths, store, hold, fail } = await heldStore();
+    const { user, subscription } = await customerWithEndpoint(store);
+    const waiting = hold();
+    const failed = store.transaction(async (tx) => {
+      const site = await tx.sites.insert({ subscription_id: subscription.id, domain: 'never.example', created_at: T0 });
+      await tx.outbox.publish({ ...eventRecord(), owner_id: user.id }, { body: JSON.stringify({ site_id: site.id }), next_attempt_at: 0, created_at: T0 });
+      return site;
+    });
+    await waiting;
+    const [visible] = await store.sites.list();
+    expect(visible.domain).toBe('never.example');
+    expect(await store.outbox.claim(claimAll())).toEqual([]);
+    fail();
+    await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.outbox.claim(claimAll())).toEqual([]);
+    expect(await store.outbox.pendingCount()).toBe(0);
+    expect(await store.sites.list()).toEqual([]);
+
+    // Another record's write carries the used id along; the next site, now and after a restart, gets a new one.
+    await store.users.insert(userRecord('later@example.test'));
+    const next = await store.sites.insert({ subscription_id: subscription.id, domain: 'next.example', created_at: T0 });
+    expect(next.id).toBeGreaterThan(visible.id);
+    await store.users.insert(userRecord('carrier@example.test'));
+    await store.close();
+    const reopened = await JsonStore.open(paths);
+    expect((await reopened.sites.list()).map((s) => s.domain)).toEqual(['next.example']);
+    await reopened.close();
+  });
+
+  it('a failed commit that is the last write before a restart still lends its id to no later site', async () => {
+    const { paths, store, hold, fail } = await heldStore();
+    const { subscription } = await customerWithEndpoint(store);
+    const waiting = hold();
+    const failed = store.sites.insert({ subscription_id: subscription.id, domain: 'lost.example', created_at: T0 });
+    await waiting;
+    const [visible] = await store.sites.list();
+    fail();
+    await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
+    await store.close();
+    const reopened = await JsonStore.open(paths);
+    const next = await reopened.sites.insert({ subscription_id: subscription.id, domain: 'after.example', created_at: T0 });
+    expect(next.id).toBeGreaterThan(visible.id);
+    await reopened.close();
+  });
+
+  it('a publish outside a transaction hands its deliveries to the taker only once durable, and none when the commit fails', async () => {
+    const { store, hold, letThrough, fail } = await heldStore();
+    const { user } = await customerWithEndpoint(store);
+    const taken: DeliveryRecord[][] = [];
+    const taker: PublishTaker = { offer: () => claimAll(), take: (_offer, deliveries) => void taken.push(deliveries) };
+    store.takeOnPublish(taker);
+    const event = () => ({ ...eventRecord(), owner_id: user.id });
+    const template = { body: '{"event":"site.created"}', next_attempt_at: 0, created_at: T0 };
+
+    let waiting = hold();
+    const published = store.outbox.publish(event(), template);
+    await waiting;
+    expect(taken).toEqual([]);
+    expect(await store.outbox.claim(claimAll())).toEqual([]);
+    letThrough();
+    const queued = await published;
+    expect(taken.map((batch) => batch.map((d) => d.id))).toEqual([queued.map((d) => d.id)]);
+
+    waiting = hold();
+    const refused = store.outbox.publish(event(), template);
+    await waiting;
+    fail();
+    await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(taken).toHaveLength(2);
+    expect(taken[1]).toEqual([]);
+    expect(await store.outbox.claim(claimAll())).toEqual([]);
+    store.takeOnPublish(null);
+    await store.close();
+  });
+});
+
+/** The delivery log files this process holds open (Linux: /proc/self/fd). */
+async function openLogFiles(dir: string): Promise<string[]> {
+  const open: string[] = [];
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target.startsWith(dir)) open.push(target);
+  }
+  return open;
+}
+
+describe.skipIf(process.platform !== 'linux')('JSON delivery logs when idle', () => {
+  it('closes a delivery log file once nothing has been appended for a while, and reopens it for the next entry', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    const entry = (endpointId: number) => ({
+      delivery_id: `d-${endpointId}`,
+      endpoint_id: endpointId,
+      event: 'site.created',
+      payload: {},
+      attempt: 1,
+      status_code: 200,
+      response: '',
+      success: true,
+      duration_ms: 1,
+      created_at: T0,
+      request_headers: {},
+    });
+    await store.deliveryLog.append([entry(1), entry(2)]);
+    expect(await openLogFiles(paths.deliveriesDir)).toHaveLength(2);
+    await vi.waitFor(async () => expect(await openLogFiles(paths.deliveriesDir)).toEqual([]), { timeout: 10_000, interval: 50 });
+    await store.deliveryLog.append([entry(1)]);
+    expect((await store.deliveryLog.list(1)).map((e) => e.delivery_id)).toEqual(['d-1', 'd-1']);
+    await vi.waitFor(async () => expect(await openLogFiles(paths.deliveriesDir)).toEqual([]), { timeout: 10_000, interval: 50 });
+    await store.close();
+  });
+});
