@@ -4,7 +4,7 @@
 // log files are closed once idle (an idle daemon holds nothing of the data directory open).
 import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { layout, type DataLayout } from '../../src/shared/paths.js';
 import { realFileOps } from '../../src/store/json/file-ops.js';
@@ -178,6 +178,51 @@ describe('JSON store: nothing leaves before it is durable', () => {
     expect(await store.outbox.claim(claimAll())).toEqual([]);
     store.takeOnPublish(null);
     await store.close();
+  });
+});
+
+const logEntry = (endpointId: number, deliveryId = `d-${endpointId}`) => ({
+  delivery_id: deliveryId,
+  endpoint_id: endpointId,
+  event: 'site.created',
+  payload: {},
+  attempt: 1,
+  status_code: 200,
+  response: '',
+  success: true,
+  duration_ms: 1,
+  created_at: T0,
+  request_headers: {},
+});
+
+describe('JSON delivery log ids', () => {
+  it('an entry is announced only once its id cannot be given out again after a crash', async () => {
+    const paths = await tempLayout();
+    let journalFails = false;
+    const store = await JsonStore.open(paths, {
+      create: true,
+      fileOps: {
+        async open(path, flags, mode) {
+          if (journalFails && basename(path).startsWith('journal-')) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+          return realFileOps.open(path, flags, mode);
+        },
+      },
+    });
+    const announced: number[] = [];
+    store.changes.subscribe((change) => {
+      if (change.kind === 'log') announced.push(change.entry.id);
+    });
+    journalFails = true;
+    await store.deliveryLog.append([logEntry(1, 'refused')]).catch(() => undefined);
+    journalFails = false;
+    const kept = await store.deliveryLog.append([logEntry(1, 'kept-1'), logEntry(2, 'kept-2')]);
+    expect(announced).toEqual(kept.map((e) => e.id));
+    // No close: as after kill -9. Every id announced before is taken.
+    const reopened = await JsonStore.open(paths);
+    const after = await reopened.deliveryLog.append([logEntry(1, 'after'), logEntry(3, 'after-3')]);
+    for (const entry of after) expect(announced).not.toContain(entry.id);
+    expect(Math.min(...after.map((e) => e.id))).toBeGreaterThan(Math.max(...announced));
+    await reopened.close();
   });
 });
 

@@ -23,8 +23,11 @@ const IDLE_CLOSE_MS = 1_000;
 const RECENT = 1000;
 
 export interface DeliveryLogHost {
-  /** Reserves `count` entry ids; answers the first. */
-  reserveIds(count: number): number;
+  /**
+   * Reserves `count` entry ids; answers the first, and `saved`, which resolves once the ids can
+   * no longer be handed out again after a crash (an entry is announced the moment it is written).
+   */
+  reserveIds(count: number): { first: number; saved: Promise<void> };
   /** Told of each appended entry (the store's change feed). */
   appended(entry: DeliveryLogEntry): void;
 }
@@ -53,7 +56,8 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
 
   async append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]> {
     if (entries.length === 0) return [];
-    const first = this.host.reserveIds(entries.length);
+    const { first, saved } = this.host.reserveIds(entries.length);
+    await saved;
     const full = entries.map((entry, i): DeliveryLogEntry => ({ id: first + i, ...entry }));
     // Per endpoint in id order (each endpoint's first append reads its file first).
     const byEndpoint = new Map<number, DeliveryLogEntry[]>();

@@ -85,6 +85,8 @@ interface JournalLine {
 
 const JOURNAL = /^journal-(\d+)\.jsonl$/;
 const COMPACT_AFTER_BYTES = 16 * 1024 * 1024;
+/** Delivery log ids reserved by one fsynced journal line (see reserveIds). */
+const LOG_ID_BLOCK = 1_000;
 /** How long soft changes (request windows, key uses) may wait for their journal line. */
 const SOFT_FLUSH_MS = 1_000;
 /**
@@ -156,6 +158,9 @@ export class JsonStore implements Store {
   readonly #usageFlushMs: number;
   readonly #readOnly: boolean;
   #publishTaker: PublishTaker | null = null;
+  /** Delivery log ids up to this one are reserved on disk (in the current journal generation). */
+  #logIdsReserved = 0;
+  #logIdsSaved: Promise<void> = Promise.resolve();
   #journal: AppendLog;
   #gen: number;
   #seq: number;
@@ -201,11 +206,21 @@ export class JsonStore implements Store {
       paths.deliveriesDir,
       {
         reserveIds: (count) => {
-          // The counter is journaled with the entries it numbers (not fsynced: logs are observability).
+          // Entries are announced (streams) once written, without fsync: their ids are reserved a
+          // block ahead in a fsynced journal line, so after a crash no announced id is used again.
           const first = (state.counters.delivery_log ?? 0) + 1;
-          state.counters.delivery_log = first + count - 1;
-          this.#append({ s: ++this.#seq, o: [{ t: 'counter', k: 'delivery_log', v: first + count - 1 }] }, false).catch(() => undefined);
-          return first;
+          const last = first + count - 1;
+          state.counters.delivery_log = last;
+          if (last > this.#logIdsReserved) {
+            const mark = last + LOG_ID_BLOCK;
+            this.#logIdsReserved = mark;
+            this.#logIdsSaved = this.#append({ s: ++this.#seq, o: [{ t: 'counter', k: 'delivery_log', v: mark }] }, true);
+            this.#logIdsSaved.catch(() => {
+              // Not reserved: the next append tries again.
+              if (this.#logIdsReserved === mark) this.#logIdsReserved = 0;
+            });
+          }
+          return { first, saved: this.#logIdsSaved };
         },
         appended: (entry) => this.changes.publish([{ kind: 'log', entry }]),
       },
@@ -509,6 +524,8 @@ export class JsonStore implements Store {
       this.#journal = this.#openJournal(gen);
       this.#gen = gen;
       this.#journalBytes = 0;
+      // The snapshot holds the ids used so far; the next ones are reserved in the new journal.
+      this.#logIdsReserved = 0;
     } finally {
       unlock();
     }
