@@ -61,12 +61,16 @@ describe('crash loop with events', () => {
     let lostSites = 0;
     for (let round = 1; round <= ROUNDS; round++) {
       let stop = false;
+      let roundAcks = 0;
       const writer = async () => {
         while (!stop) {
           const domain = `r${round}-${++seq}.crash.example`;
           try {
             const answer = await daemon.request('POST', '/sites', { token, body: { domain, subscription_id: subscriptionId } });
-            if (answer.status === 201) acknowledged.set(domain, answer.body.data.id);
+            if (answer.status === 201) {
+              acknowledged.set(domain, answer.body.data.id);
+              roundAcks++;
+            }
           } catch {
             // The connection died with the daemon: not acknowledged. Yield to timers so a
             // loop of instantly failing requests cannot starve the restart.
@@ -75,8 +79,10 @@ describe('crash loop with events', () => {
         }
       };
       const writers = Array.from({ length: WRITERS }, writer);
-      // The kill lands at a random moment of the load (the moment is the test's input, not a wait for an outcome).
-      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 400));
+      // The kill lands under load however fast the machine: once the writers are going, at a
+      // random moment after (the moment is the test's input, not a wait for an outcome).
+      await vi.waitFor(() => expect(roundAcks).toBeGreaterThanOrEqual(WRITERS), { timeout: 30_000, interval: 10 });
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 400));
       daemon = await daemon.restart();
       stop = true;
       await Promise.all(writers);
