@@ -1,7 +1,8 @@
 // Nothing leaves the JSON store before the change that made it is durable: deliveries queued by a
 // transaction whose journal line is still on its way to disk cannot be claimed or taken at
-// publish, a failed commit hands nothing out and lends its ids to no other record, and delivery
-// log files are closed once idle (an idle daemon holds nothing of the data directory open).
+// publish (nor sent by a real dispatcher), a failed commit hands nothing out and lends its ids to
+// no other record, a delivery log entry is announced only once its id is safe from reuse, and
+// delivery log files are closed once idle (an idle daemon holds nothing of the data directory open).
 import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -11,6 +12,8 @@ import { realFileOps } from '../../src/store/json/file-ops.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
 import { StoreUnavailableError, type ClaimOptions, type PublishTaker } from '../../src/store/store.js';
 import type { DeliveryRecord } from '../../src/store/types.js';
+import { Dispatcher } from '../../src/daemon/dispatcher/dispatcher.js';
+import type { WebhookSender } from '../../src/daemon/dispatcher/sender.js';
 import { delivery, eventRecord, userRecord } from './contract/suite.js';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -178,6 +181,67 @@ describe('JSON store: nothing leaves before it is durable', () => {
     expect(await store.outbox.claim(claimAll())).toEqual([]);
     store.takeOnPublish(null);
     await store.close();
+  });
+});
+
+describe('the dispatcher on a JSON store whose fsyncs are held', () => {
+  it('sends nothing of a transaction before its fsync, and nothing ever of one that failed', async () => {
+    const { store, hold, letThrough, fail } = await heldStore();
+    const { user, subscription } = await customerWithEndpoint(store);
+    const sent: string[] = [];
+    const sender = {
+      async send(_url: string, _headers: Record<string, string>, body: string) {
+        sent.push((JSON.parse(body) as { domain: string }).domain);
+        return { status_code: 200, response: 'ok', success: true, duration_ms: 1, reason: null };
+      },
+      async close() {},
+    } as unknown as WebhookSender;
+    // The claims the dispatcher makes: a window is judged by how often it looked, not by a sleep.
+    let claims = 0;
+    const claim = store.outbox.claim;
+    store.outbox.claim = (options) => {
+      claims++;
+      return claim(options);
+    };
+    const dispatcher = new Dispatcher({ store, clock: Date.now, sender, allowPrivate: async () => true, pollMs: 20 });
+    dispatcher.start();
+    const createSite = (domain: string) =>
+      store.transaction(async (tx) => {
+        const site = await tx.sites.insert({ subscription_id: subscription.id, domain, created_at: T0 });
+        await tx.outbox.publish({ ...eventRecord(), owner_id: user.id }, { body: JSON.stringify({ domain }), next_attempt_at: 0, created_at: T0 });
+        return site;
+      });
+    const lookedAgain = async () => {
+      const from = claims;
+      await vi.waitFor(() => expect(claims).toBeGreaterThanOrEqual(from + 3), { timeout: 10_000, interval: 5 });
+    };
+    try {
+      await createSite('first.example');
+      await vi.waitFor(() => expect(sent).toEqual(['first.example']), { timeout: 10_000, interval: 5 });
+
+      let waiting = hold();
+      const slow = createSite('slow.example');
+      await waiting;
+      await lookedAgain();
+      expect(sent).toEqual(['first.example']);
+      letThrough();
+      await slow;
+      await vi.waitFor(() => expect(sent).toContain('slow.example'), { timeout: 10_000, interval: 5 });
+
+      waiting = hold();
+      const refused = createSite('refused.example');
+      await waiting;
+      await lookedAgain();
+      fail();
+      await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError);
+      await createSite('after.example');
+      await vi.waitFor(() => expect(sent).toContain('after.example'), { timeout: 10_000, interval: 5 });
+      expect(sent).not.toContain('refused.example');
+    } finally {
+      letThrough(); // a failed expectation must not leave the stop waiting for a held fsync
+      await dispatcher.stop();
+      await store.close();
+    }
   });
 });
 
