@@ -33,6 +33,12 @@ export interface AppendLogOptions {
    * or unmounted. Costs an open per batch, small beside the batch's fsync.
    */
   closeWhenIdle?: boolean;
+  /**
+   * Close the file once no batch has been written for this long (delivery logs, written on
+   * every attempt without fsync, where an open per batch would cost more than the write):
+   * an idle daemon holds none of them open either.
+   */
+  closeAfterIdleMs?: number;
 }
 
 export class AppendLog {
@@ -50,6 +56,8 @@ export class AppendLog {
   readonly #failQueued: boolean;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #closeWhenIdle: boolean;
+  readonly #closeAfterIdleMs: number | undefined;
+  #idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly path: string,
@@ -61,6 +69,7 @@ export class AppendLog {
     this.#failQueued = options.failQueuedOnError ?? false;
     this.#onError = options.onError;
     this.#closeWhenIdle = options.closeWhenIdle ?? false;
+    this.#closeAfterIdleMs = options.closeAfterIdleMs;
   }
 
   /** `durable` (default: the log's own setting) false: acknowledged once written, without fsync. */
@@ -111,7 +120,25 @@ export class AppendLog {
   }
 
   async close(): Promise<void> {
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
     await this.reopen();
+  }
+
+  /** (Re)starts the idle countdown after a batch; the handle is closed if nothing comes before it ends. */
+  #armIdleClose(ms: number): void {
+    if (this.#idleTimer) {
+      this.#idleTimer.refresh();
+      return;
+    }
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      if (this.#inFlight || this.#next || this.#scheduled || !this.#handle) return;
+      const handle = this.#handle;
+      this.#handle = null;
+      void handle.close().catch(() => undefined);
+    }, ms);
+    this.#idleTimer.unref();
   }
 
   #start(): void {
@@ -164,7 +191,7 @@ export class AppendLog {
         const handle = this.#handle;
         this.#handle = null;
         await handle.close().catch(() => undefined);
-      }
+      } else if (this.#closeAfterIdleMs !== undefined && this.#handle) this.#armIdleClose(this.#closeAfterIdleMs);
     }
   }
 }

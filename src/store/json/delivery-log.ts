@@ -13,12 +13,21 @@ import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
 
 export const LOG_RETENTION = 100;
 const MAX_OPEN_FILES = 1024;
+/**
+ * A log file not written for this long is closed, as the journal is when idle: an idle daemon
+ * holds no file of the data directory open for writing (it can be remounted read-only). Long
+ * enough that a steady stream of attempts keeps its files open.
+ */
+const IDLE_CLOSE_MS = 1_000;
 /** Entries kept in memory for reconnecting streams (`since`). */
 const RECENT = 1000;
 
 export interface DeliveryLogHost {
-  /** Reserves `count` entry ids; answers the first. */
-  reserveIds(count: number): number;
+  /**
+   * Reserves `count` entry ids; answers the first, and `saved`, which resolves once the ids can
+   * no longer be handed out again after a crash (an entry is announced the moment it is written).
+   */
+  reserveIds(count: number): { first: number; saved: Promise<void> };
   /** Told of each appended entry (the store's change feed). */
   appended(entry: DeliveryLogEntry): void;
 }
@@ -47,7 +56,8 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
 
   async append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]> {
     if (entries.length === 0) return [];
-    const first = this.host.reserveIds(entries.length);
+    const { first, saved } = this.host.reserveIds(entries.length);
+    await saved;
     const full = entries.map((entry, i): DeliveryLogEntry => ({ id: first + i, ...entry }));
     // Per endpoint in id order (each endpoint's first append reads its file first).
     const byEndpoint = new Map<number, DeliveryLogEntry[]>();
@@ -138,7 +148,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     let log = this.#logs.get(endpointId);
     if (!log) {
       // Logs are observability, not the source of truth (the outbox is): no fsync per line.
-      log = new AppendLog(this.#path(endpointId), { durable: false, ops: this.ops });
+      log = new AppendLog(this.#path(endpointId), { durable: false, ops: this.ops, closeAfterIdleMs: IDLE_CLOSE_MS });
       this.#logs.set(endpointId, log);
     }
     return log;

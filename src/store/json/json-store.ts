@@ -85,6 +85,8 @@ interface JournalLine {
 
 const JOURNAL = /^journal-(\d+)\.jsonl$/;
 const COMPACT_AFTER_BYTES = 16 * 1024 * 1024;
+/** Delivery log ids reserved by one fsynced journal line (see reserveIds). */
+const LOG_ID_BLOCK = 1_000;
 /** How long soft changes (request windows, key uses) may wait for their journal line. */
 const SOFT_FLUSH_MS = 1_000;
 /**
@@ -156,6 +158,9 @@ export class JsonStore implements Store {
   readonly #usageFlushMs: number;
   readonly #readOnly: boolean;
   #publishTaker: PublishTaker | null = null;
+  /** Delivery log ids up to this one are reserved on disk (in the current journal generation). */
+  #logIdsReserved = 0;
+  #logIdsSaved: Promise<void> = Promise.resolve();
   #journal: AppendLog;
   #gen: number;
   #seq: number;
@@ -201,11 +206,21 @@ export class JsonStore implements Store {
       paths.deliveriesDir,
       {
         reserveIds: (count) => {
-          // The counter is journaled with the entries it numbers (not fsynced: logs are observability).
+          // Entries are announced (streams) once written, without fsync: their ids are reserved a
+          // block ahead in a fsynced journal line, so after a crash no announced id is used again.
           const first = (state.counters.delivery_log ?? 0) + 1;
-          state.counters.delivery_log = first + count - 1;
-          this.#append({ s: ++this.#seq, o: [{ t: 'counter', k: 'delivery_log', v: first + count - 1 }] }, false).catch(() => undefined);
-          return first;
+          const last = first + count - 1;
+          state.counters.delivery_log = last;
+          if (last > this.#logIdsReserved) {
+            const mark = last + LOG_ID_BLOCK;
+            this.#logIdsReserved = mark;
+            this.#logIdsSaved = this.#append({ s: ++this.#seq, o: [{ t: 'counter', k: 'delivery_log', v: mark }] }, true);
+            this.#logIdsSaved.catch(() => {
+              // Not reserved: the next append tries again.
+              if (this.#logIdsReserved === mark) this.#logIdsReserved = 0;
+            });
+          }
+          return { first, saved: this.#logIdsSaved };
         },
         appended: (entry) => this.changes.publish([{ kind: 'log', entry }]),
       },
@@ -351,6 +366,7 @@ export class JsonStore implements Store {
     this.#assertOpen();
     const writer = new Writer(this.#state);
     const result = change(writer);
+    if (writer.enqueued.length) this.#state.lanes.admit(writer.enqueued);
     for (const op of writer.ops) this.#soft.set(op.t === 'settings' || op.t === 'enqueue' ? `${op.t}:${this.#soft.size}` : `${op.t}:${op.k}`, op);
     if (this.#soft.size > 0 && !this.#softTimer && !this.#closed) {
       this.#softTimer = setTimeout(() => this.#flushSoft(), SOFT_FLUSH_MS);
@@ -402,6 +418,8 @@ export class JsonStore implements Store {
     // Batches complete in order: everything up to this one is on disk.
     const at = this.#unsettled.indexOf(writer);
     if (at >= 0) this.#unsettled.splice(0, at + 1);
+    // Only now may a dispatcher claim what this transaction queued.
+    if (writer.enqueued.length) this.#state.lanes.admit(writer.enqueued);
     for (const after of writer.afterCommit) await Promise.resolve(after()).catch(() => undefined);
     this.changes.publish(writer.changes);
     this.#maybeCompact();
@@ -419,7 +437,14 @@ export class JsonStore implements Store {
       try {
         const failed = this.#unsettled;
         this.#unsettled = [];
-        for (let i = failed.length - 1; i >= 0; i--) failed[i].rollback();
+        // Their records were readable in memory meanwhile: their ids are not handed out again,
+        // and the counters go with the next journal line (soft: a later id carries them anyway).
+        for (let i = failed.length - 1; i >= 0; i--) failed[i].rollback({ keepIds: true });
+        for (const writer of failed) {
+          for (const op of writer.ops) {
+            if (op.t === 'counter') this.#soft.set(`counter:${op.k}`, { t: 'counter', k: op.k, v: this.#state.counters[op.k] ?? op.v });
+          }
+        }
       } finally {
         this.#failing = false;
         this.#recovering = null;
@@ -499,6 +524,8 @@ export class JsonStore implements Store {
       this.#journal = this.#openJournal(gen);
       this.#gen = gen;
       this.#journalBytes = 0;
+      // The snapshot holds the ids used so far; the next ones are reserved in the new journal.
+      this.#logIdsReserved = 0;
     } finally {
       unlock();
     }

@@ -22,13 +22,32 @@ export class OutboxLanes {
   /** Endpoints with pending deliveries; an endpoint served by a claim moves to the end (turns). */
   readonly #lanes = new Map<number, Lane>();
   readonly #leases = new Map<string, Lease>();
+  /**
+   * New deliveries whose transaction is in memory but not yet on disk: nobody may claim them,
+   * since a failed journal write rolls them back and nothing may leave for a change that was
+   * never saved (see withhold, admit).
+   */
+  readonly #uncommitted = new Set<string>();
 
   /** Keeps the lanes in step with the deliveries table (put, delete, undo and replay alike). */
   onChange = (previous: Pending | undefined, next: Pending | undefined): void => {
     if (previous) this.#remove(previous);
     if (next) this.#add(next);
-    if (!next && previous) this.#leases.delete(previous.id);
+    if (!next && previous) {
+      this.#leases.delete(previous.id);
+      this.#uncommitted.delete(previous.id);
+    }
   };
+
+  /** Keeps new deliveries from every claim until their commit is durable (or rolled back, which removes them). */
+  withhold(ids: readonly string[]): void {
+    for (const id of ids) this.#uncommitted.add(id);
+  }
+
+  /** The deliveries' commit is on disk: claimable from now on. */
+  admit(ids: readonly string[]): void {
+    for (const id of ids) this.#uncommitted.delete(id);
+  }
 
   claim(options: ClaimOptions, lookup: (id: string) => Pending | undefined): Pending[] {
     const { now, limit } = options;
@@ -134,6 +153,7 @@ export class OutboxLanes {
   clear(): void {
     this.#lanes.clear();
     this.#leases.clear();
+    this.#uncommitted.clear();
   }
 
   /**
@@ -155,6 +175,7 @@ export class OutboxLanes {
   }
 
   #free(id: string, now: number): boolean {
+    if (this.#uncommitted.size > 0 && this.#uncommitted.has(id)) return false;
     const lease = this.#leases.get(id);
     return !lease || lease.until <= now;
   }

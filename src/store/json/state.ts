@@ -150,7 +150,11 @@ export class Writer {
   readonly ops: Op[] = [];
   readonly changes: Change[] = [];
   readonly afterCommit: Array<() => Promise<void> | void> = [];
+  /** Deliveries this transaction queued: withheld from claims until it is durable (see OutboxLanes.withhold). */
+  readonly enqueued: string[] = [];
   readonly #undo: Array<() => void> = [];
+  /** Set by a rollback after a failed journal write: the ids handed out stay used. */
+  #keepIds = false;
   /** Whether the journal line must be fsynced before the transaction resolves. */
   durable = false;
   seq = 0;
@@ -186,7 +190,9 @@ export class Writer {
       let group = byBody.get(body);
       if (!group) byBody.set(body, (group = []));
       group.push(rest);
+      this.enqueued.push(delivery.id);
     }
+    this.state.lanes.withhold(deliveries.map((delivery) => delivery.id));
     for (const [body, d] of byBody) {
       table.add(body, d);
       this.#undo.push(() => {
@@ -210,7 +216,9 @@ export class Writer {
     const counters = this.state.counters;
     const previous = counters[counter] ?? 0;
     counters[counter] = previous + 1;
-    this.#undo.push(() => (counters[counter] = previous));
+    this.#undo.push(() => {
+      if (!this.#keepIds) counters[counter] = previous;
+    });
     this.ops.push({ t: 'counter', k: counter, v: previous + 1 });
     this.durable ||= durable;
     return previous + 1;
@@ -220,7 +228,13 @@ export class Writer {
     this.changes.push(change);
   }
 
-  rollback(): void {
+  /**
+   * Undoes the changes, newest first. `keepIds`: counters keep the ids this transaction took, so
+   * a write that failed on the disk (and was visible in memory meanwhile) never lends its id to
+   * another record.
+   */
+  rollback(options: { keepIds?: boolean } = {}): void {
+    this.#keepIds = options.keepIds ?? false;
     for (let i = this.#undo.length - 1; i >= 0; i--) this.#undo[i]();
     this.#undo.length = 0;
   }
