@@ -139,3 +139,41 @@ describe('two-factor authentication', () => {
     expect(users.text).not.toContain(secret);
   });
 });
+
+describe('the per-account lock of the second factor on a real daemon', () => {
+  let daemon: TestDaemon;
+  let admin: string;
+
+  beforeAll(async () => {
+    ({ daemon, admin } = await startLoggedIn({ settings: { ...RELAXED, totp_max_failures: 3, totp_lockout_minutes: 5 } }));
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  it('locks after totp_max_failures wrong codes, stays locked across a restart, and ends with POST /admin/unlock', async () => {
+    await awayFromStepEdge();
+    const user = await createUser(daemon, admin, 'locked-2fa@example.com');
+    const token = await daemon.login(user.email, user.password);
+    const { secret } = (await daemon.request('POST', '/auth/2fa/setup', { token })).body.data;
+    const s = currentStep();
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
+    const login = (code: string) => daemon.request('POST', '/auth/login', { body: { email: user.email, password: user.password, totp_code: code } });
+
+    for (let i = 0; i < 3; i++) expect((await login(totpAt(secret, s + 5))).body.error).toBe('invalid totp code');
+    const locked = await login(totpAt(secret, s));
+    expect(locked.status).toBe(429);
+    expect(locked.body).toEqual({ data: { remaining_seconds: expect.any(Number) }, error: 'too_many_attempts', message: expect.stringContaining('two-factor') });
+    expect(Number(locked.headers['retry-after'])).toBe(locked.body.data.remaining_seconds);
+    expect(locked.body.data.remaining_seconds).toBeGreaterThan(4 * 60);
+
+    daemon = await daemon.restart();
+    admin = await daemon.login();
+    expect((await login(totpAt(secret, s))).status).toBe(429);
+    const unlocked = await daemon.request('POST', '/admin/unlock', { token: admin, body: { email: user.email } });
+    expect(unlocked.status, unlocked.text).toBe(200);
+    expect(unlocked.body.data).toEqual({ addresses: 0, accounts: 1 });
+    const ok = await login(totpAt(secret, s));
+    expect(ok.status, ok.text).toBe(200);
+  });
+});
