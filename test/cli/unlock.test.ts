@@ -3,7 +3,9 @@
 // the lock): a locked-out address logs in again. A login refused by a lockout exits 4 with the
 // daemon's message said once; `admin reset-password` ends the account's second-factor lock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { runCli } from '../helpers/cli.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { cliSession, currentStep, totp, type CliSession } from './helpers.js';
 
 /** Wrong logins from the test's address (127.0.0.1) until the daemon locks it. */
@@ -104,5 +106,34 @@ describe('panelctl admin unlock', () => {
     expect(reset.code, reset.stderr).toBe(0);
     const after = await login('locked-password-2', ['--totp', totp(secret, s + 1)], email);
     expect(after.code, after.stderr).toBe(0);
+  });
+});
+
+const { url: adminUrl } = pgAdminUrl();
+
+describe.skipIf(!adminUrl)('panelctl admin unlock --database-url', () => {
+  let daemon: TestDaemon;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    databaseUrl = await createDatabase(adminUrl!, 'panelctl_unlock');
+    const dataDir = await makeDataDir();
+    await initDataDir(dataDir, ADMIN_PASSWORD, databaseUrl);
+    daemon = await startDaemon({ dataDir, databaseUrl });
+    const put = await daemon.request('PUT', '/admin/settings', { token: await daemon.login(), body: { rate_limit_mode: 'lockout' } });
+    expect(put.status, put.text).toBe(200);
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  it("ends a running daemon's lockout of an address through the database", async () => {
+    await lockOut(daemon);
+    const result = await runCli(['--json', 'admin', 'unlock', '--database-url', databaseUrl, '--ip', '127.0.0.1'], {
+      env: { PANELCTL_CONFIG_DIR: daemon.dataDir, PANELCTL_URL: '', PANELCTL_TOKEN: '', PANEL_DATA_DIR: '', PANELCTL_DATABASE_URL: '' },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ addresses: 1, accounts: 0, daemon: 'running' });
+    expect(await daemon.login()).toMatch(/^eyJ/);
   });
 });
