@@ -74,7 +74,7 @@ export default async function streamRoutes(app: FastifyInstance) {
         open.delete(end);
         res.end();
       };
-      // A comment, so clients that reconnect learn why from the 401 that follows, not from a new event type.
+      // Why, as an SSE comment: clients that do not look for it skip it, and their reconnect gets the 401.
       const watch = watchCaller(app, request, (reason) => {
         if (!ended) res.write(`: ended: ${reason.replace(/[\r\n]+/g, ' ')}\n\n`);
         end();
