@@ -48,8 +48,9 @@ _panelctl_subcommands() {
     'users list') echo '' ;;
     'users create') echo '' ;;
     'users delete') echo '' ;;
-    'admin') echo 'reset-password' ;;
+    'admin') echo 'reset-password unlock' ;;
     'admin reset-password') echo '' ;;
+    'admin unlock') echo '' ;;
     'store') echo 'migrate' ;;
     'store migrate') echo '' ;;
     'settings') echo 'get set' ;;
@@ -111,6 +112,7 @@ _panelctl_options() {
     'users delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'admin') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'admin reset-password') echo '--email --password-stdin --database-url -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'admin unlock') echo '--ip --email --database-url -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'store') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'store migrate') echo '--to -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'settings') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -172,6 +174,7 @@ _panelctl_value_options() {
     'users delete') echo '--url --token --ca --data-dir' ;;
     'admin') echo '--url --token --ca --data-dir' ;;
     'admin reset-password') echo '--email --database-url --url --token --ca --data-dir' ;;
+    'admin unlock') echo '--ip --email --database-url --url --token --ca --data-dir' ;;
     'store') echo '--url --token --ca --data-dir' ;;
     'store migrate') echo '--to --url --token --ca --data-dir' ;;
     'settings') echo '--url --token --ca --data-dir' ;;
@@ -306,6 +309,8 @@ _panelctl_option_value() {
     'admin|--data-dir') _panelctl_reply dir '' ;;
     'admin reset-password|--ca') _panelctl_reply file '' ;;
     'admin reset-password|--data-dir') _panelctl_reply dir '' ;;
+    'admin unlock|--ca') _panelctl_reply file '' ;;
+    'admin unlock|--data-dir') _panelctl_reply dir '' ;;
     'store|--ca') _panelctl_reply file '' ;;
     'store|--data-dir') _panelctl_reply dir '' ;;
     'store migrate|--ca') _panelctl_reply file '' ;;
@@ -335,8 +340,8 @@ _panelctl_option_value() {
 _panelctl_arg_value() {
   case "$1|$2" in
     'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
-    'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
-    'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
+    'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes totp_max_failures totp_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
+    'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes totp_max_failures totp_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
     'completion|0') _panelctl_reply words 'bash zsh fish' ;;
     *) return 1 ;;
   esac

@@ -27,7 +27,7 @@ export class ApiRequestError extends CliError {
     envelope: unknown,
     hint?: string,
   ) {
-    super(hint ? `${message}. ${hint}` : message, exitCodeForStatus(status), envelope);
+    super(hint ? `${message}. ${hint}` : message, exitCodeForStatus(status, error), envelope);
   }
 }
 
@@ -38,7 +38,8 @@ export function hintFor(status: number, error: string, tokenSource: ClientOption
   }
   if (status === 403 && error === 'jwt required') return 'This command needs a login session, not an API key: run panelctl login';
   if (status === 403) return 'Your account may not do this (admins only, or it belongs to another user)';
-  if (status === 429 && error === 'too_many_attempts') return 'Too many failed attempts from this address: wait, then try again';
+  // The daemon's message already says what is locked and for how long: the hint gives the way out.
+  if (status === 429 && error === 'too_many_attempts') return "The data directory's owner can end it now: panelctl admin unlock";
   return undefined;
 }
 

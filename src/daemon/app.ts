@@ -16,6 +16,7 @@ import rateLimitPlugin from './plugins/rate-limit.js';
 import apiKeyRoutes from './routes/api-keys/index.js';
 import authRoutes from './routes/auth/index.js';
 import settingsRoutes from './routes/admin/settings.js';
+import unlockRoutes from './routes/admin/unlock.js';
 import healthRoutes from './routes/health/index.js';
 import userRoutes from './routes/users/index.js';
 import eventRoutes from './routes/events/index.js';
@@ -104,6 +105,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
       await api.register(authRoutes);
       await api.register(apiKeyRoutes);
       await api.register(settingsRoutes);
+      await api.register(unlockRoutes);
       await api.register(userRoutes);
       await api.register(eventRoutes);
       await api.register(subscriptionRoutes);

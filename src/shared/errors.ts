@@ -60,7 +60,11 @@ export class ApiError extends Error {
 /** CLI exit codes of CONTRACT section 5. */
 export const EXIT = { OK: 0, ERROR: 1, USAGE: 2, AUTH: 4 } as const;
 
-/** The exit code the CLI uses for an API answer with this status. */
-export function exitCodeForStatus(status: number): number {
+/**
+ * The exit code the CLI uses for an API answer with this status (and `error`): a login lockout
+ * (429 `too_many_attempts`) is authentication refused, like 401 and 403.
+ */
+export function exitCodeForStatus(status: number, error?: string): number {
+  if (status === 429 && error === 'too_many_attempts') return EXIT.AUTH;
   return status === 401 || status === 403 ? EXIT.AUTH : EXIT.ERROR;
 }

@@ -16,6 +16,16 @@ export const SettingsSchema = Type.Object(
     rate_limit_user_per_minute: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
     login_max_attempts: Type.Integer({ minimum: 1, maximum: 1000 }),
     login_lockout_minutes: Type.Integer({ minimum: 1, maximum: 10_080 }),
+    totp_max_failures: Type.Integer({
+      minimum: 0,
+      maximum: 1000,
+      description: 'Wrong two-factor codes for one account, from any address, that lock its second factor; 0 never',
+    }),
+    totp_lockout_minutes: Type.Integer({
+      minimum: 1,
+      maximum: 10_080,
+      description: 'How long the wrong codes are counted, and how long the account stays locked',
+    }),
     webhook_allow_private_networks: Type.Boolean(),
     webhook_disable_after_failures: Type.Integer({
       minimum: 0,
@@ -38,6 +48,8 @@ export const DEFAULT_SETTINGS: Settings = {
   rate_limit_user_per_minute: 120,
   login_max_attempts: 5,
   login_lockout_minutes: 15,
+  totp_max_failures: 10,
+  totp_lockout_minutes: 15,
   webhook_allow_private_networks: false,
   webhook_disable_after_failures: 0,
 };

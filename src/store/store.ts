@@ -154,6 +154,10 @@ export interface LimiterRepository {
   get(key: string): Promise<LimiterRecord | undefined>;
   /** Drops records whose window (`windowMs` long) and lock both ended before `now`. */
   prune(now: number, windowMs: number): Promise<void>;
+  /** Forgets `key`'s count and lock (an unlock, a good second factor); false when there was none. */
+  remove(key: string): Promise<boolean>;
+  /** Forgets every key that starts with `prefix` (an unlock of every address); answers how many. */
+  removePrefix(prefix: string): Promise<number>;
 }
 
 export interface SettingsRepository {
@@ -299,7 +303,8 @@ export interface DeliveryLogRepository {
 
 /** What changed, published after the change is durable (and, in a transaction, committed). */
 export type Change =
-  | { kind: 'record'; collection: 'users' | 'api_keys' | 'subscriptions' | 'sites' | 'webhooks' | 'settings'; id: number | null }
+  /** `revoked_tokens`: a JWT was logged out (such a record has no numeric id: `id` is null). */
+  | { kind: 'record'; collection: 'users' | 'api_keys' | 'subscriptions' | 'sites' | 'webhooks' | 'settings' | 'revoked_tokens'; id: number | null }
   /** Deliveries were queued or fell due: dispatchers look for work. */
   | { kind: 'outbox' }
   /** A delivery attempt was logged (by any daemon of the store). */

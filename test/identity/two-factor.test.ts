@@ -1,5 +1,6 @@
 // TOTP 2FA against the real daemon, with codes from the test's own RFC 6238 implementation
 // (node:crypto), so the daemon is checked against the standard rather than against otplib.
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { RELAXED, awayFromStepEdge, createUser, currentStep, hotp, totpAt, type CreatedUser } from './helpers.js';
@@ -137,5 +138,78 @@ describe('two-factor authentication', () => {
     const users = await daemon.request('GET', '/admin/users', { token: admin });
     expect(me.text).not.toContain(secret);
     expect(users.text).not.toContain(secret);
+  });
+});
+
+describe('the per-account lock of the second factor on a real daemon', () => {
+  let daemon: TestDaemon;
+  let admin: string;
+
+  beforeAll(async () => {
+    ({ daemon, admin } = await startLoggedIn({ settings: { ...RELAXED, totp_max_failures: 3, totp_lockout_minutes: 5 } }));
+  });
+  afterAll(async () => {
+    await daemon?.dispose();
+  });
+
+  it('evaluates at most 10 of 100 concurrent wrong codes from 25 loopback addresses; then the right code gets 429', async () => {
+    await awayFromStepEdge();
+    const put = await daemon.request('PUT', '/admin/settings', { token: admin, body: { totp_max_failures: 10 } });
+    expect(put.status, put.text).toBe(200);
+    const user = await createUser(daemon, admin, 'spread-2fa@example.com');
+    const token = await daemon.login(user.email, user.password);
+    const { secret } = (await daemon.request('POST', '/auth/2fa/setup', { token })).body.data;
+    const s = currentStep();
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
+    // 127.0.0.2 … 127.0.0.26: loopback addresses of their own, so the daemon sees 25 clients.
+    const agents = Array.from({ length: 25 }, (_, i) => new Agent({ connect: { ca: daemon.ca, localAddress: `127.0.0.${i + 2}` } }));
+    const attempt = async (agent: Agent, code: string) => {
+      const response = await request(`${daemon.url}/api/v1/auth/login`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: user.email, password: user.password, totp_code: code }),
+      });
+      return { status: response.statusCode, body: (await response.body.json()) as { error: string } };
+    };
+    try {
+      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => attempt(agents[i % 25], totpAt(secret, s + 5))));
+      const evaluated = answers.filter((a) => a.status === 401);
+      expect(evaluated.length).toBeLessThanOrEqual(10);
+      expect(evaluated.every((a) => a.body.error === 'invalid totp code')).toBe(true);
+      expect(answers.filter((a) => a.status === 429 && a.body.error === 'too_many_attempts')).toHaveLength(100 - evaluated.length);
+      expect((await attempt(agents[0], totpAt(secret, s))).status).toBe(429);
+    } finally {
+      await Promise.all(agents.map((agent) => agent.close()));
+    }
+    const unlocked = await daemon.request('POST', '/admin/unlock', { token: admin, body: { email: user.email } });
+    expect(unlocked.body.data).toEqual({ addresses: 0, accounts: 1 });
+    expect((await daemon.request('PUT', '/admin/settings', { token: admin, body: { totp_max_failures: 3 } })).status).toBe(200);
+  });
+
+  it('locks after totp_max_failures wrong codes, stays locked across a restart, and ends with POST /admin/unlock', async () => {
+    await awayFromStepEdge();
+    const user = await createUser(daemon, admin, 'locked-2fa@example.com');
+    const token = await daemon.login(user.email, user.password);
+    const { secret } = (await daemon.request('POST', '/auth/2fa/setup', { token })).body.data;
+    const s = currentStep();
+    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
+    const login = (code: string) => daemon.request('POST', '/auth/login', { body: { email: user.email, password: user.password, totp_code: code } });
+
+    for (let i = 0; i < 3; i++) expect((await login(totpAt(secret, s + 5))).body.error).toBe('invalid totp code');
+    const locked = await login(totpAt(secret, s));
+    expect(locked.status).toBe(429);
+    expect(locked.body).toEqual({ data: { remaining_seconds: expect.any(Number) }, error: 'too_many_attempts', message: expect.stringContaining('two-factor') });
+    expect(Number(locked.headers['retry-after'])).toBe(locked.body.data.remaining_seconds);
+    expect(locked.body.data.remaining_seconds).toBeGreaterThan(4 * 60);
+
+    daemon = await daemon.restart();
+    admin = await daemon.login();
+    expect((await login(totpAt(secret, s))).status).toBe(429);
+    const unlocked = await daemon.request('POST', '/admin/unlock', { token: admin, body: { email: user.email } });
+    expect(unlocked.status, unlocked.text).toBe(200);
+    expect(unlocked.body.data).toEqual({ addresses: 0, accounts: 1 });
+    const ok = await login(totpAt(secret, s));
+    expect(ok.status, ok.text).toBe(200);
   });
 });

@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { Command } from 'commander';
 import type { Dispatcher } from 'undici';
+import { EXIT } from '../../shared/errors.js';
 import type { ApiClient } from '../api-client.js';
 import type { Context } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
@@ -154,6 +155,7 @@ export async function listenRun(ctx: Context, options: ListenOptions): Promise<v
     }
   };
 
+  let revoked: string | null = null;
   try {
     const response = await client.stream(`/events/listen?events=${encodeURIComponent(options.events ?? '*')}`, controller.signal);
     if (response.statusCode !== 200) throw await errorOf(response);
@@ -169,6 +171,8 @@ export async function listenRun(ctx: Context, options: ListenOptions): Promise<v
         const job = handle(JSON.parse(event.data) as Push).finally(() => inFlight.delete(job));
         inFlight.add(job);
       }
+    }, (comment) => {
+      if (comment.startsWith('ended: ')) revoked = comment.slice('ended: '.length);
     });
     response.body.setEncoding('utf8');
     for await (const chunk of response.body) parser.push(chunk as string);
@@ -179,5 +183,7 @@ export async function listenRun(ctx: Context, options: ListenOptions): Promise<v
     process.off('SIGTERM', stop);
     await Promise.allSettled([...inFlight]);
   }
+  // The daemon ends a session whose credential was revoked, and says why.
+  if (!interrupted && revoked) throw new CliError(`the daemon ended the listen session: ${revoked}`, EXIT.AUTH);
   if (!interrupted) throw new CliError('the daemon ended the listen session (stopped or restarted)');
 }

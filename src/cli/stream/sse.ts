@@ -11,7 +11,11 @@ export class SseParser {
   #data: string[] = [];
   #id: string | undefined;
 
-  constructor(private readonly emit: (event: SseEvent) => void) {}
+  constructor(
+    private readonly emit: (event: SseEvent) => void,
+    /** Comment lines, without the colon (the daemon says why it ends a stream in one: `ended: <reason>`). */
+    private readonly comment: (text: string) => void = () => undefined,
+  ) {}
 
   push(chunk: string): void {
     this.#buffer += chunk;
@@ -31,7 +35,7 @@ export class SseParser {
       this.#data = [];
       return;
     }
-    if (line.startsWith(':')) return; // comment / keep-alive
+    if (line.startsWith(':')) return this.comment(line.slice(1).trimStart()); // comment / keep-alive
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? '' : line.slice(colon + 1);

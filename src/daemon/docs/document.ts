@@ -153,6 +153,9 @@ exists the answer carries \`Link: </api/v1/…?after=N>; rel="next"\`; follow it
   \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`; over the limit: 429 \`rate limit exceeded\`.
 - Login lockout: ${s.login_max_attempts} failed logins (or reset attempts) from one IP within ${s.login_lockout_minutes} minutes lock
   that IP for ${s.login_lockout_minutes} minutes: 429 \`too_many_attempts\`.
+- Second factor: ${s.totp_max_failures} wrong two-factor codes for one account within ${s.totp_lockout_minutes} minutes, from any addresses,
+  lock that account's second factor for ${s.totp_lockout_minutes} minutes (settings \`totp_max_failures\`, \`totp_lockout_minutes\`):
+  429 \`too_many_attempts\`, even with the right code. \`POST /admin/unlock\` ends lockouts.
 - Every 429 carries \`Retry-After\` (seconds). \`rate_limit_mode\` selects \`requests\`, \`lockout\` or \`both\` (default).
 
 ## Webhooks

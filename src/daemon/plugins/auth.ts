@@ -36,7 +36,7 @@ export function presentedCredential(request: FastifyRequest): string | null {
 }
 
 /** An API key's caller, with when the key stops being valid (epoch ms; Infinity when never). */
-async function resolveApiKey(app: FastifyInstance, credential: string, now: number): Promise<{ principal: Principal; expiresAt: number }> {
+async function resolveApiKey(app: FastifyInstance, credential: string, now: number, touch = true): Promise<{ principal: Principal; expiresAt: number }> {
   // The key and its user in one round trip, on every request (no cache: a key deleted on
   // another daemon of the database is refused at once).
   const caller = await app.store.apiKeys.callerByHash(hashApiKey(credential));
@@ -44,7 +44,7 @@ async function resolveApiKey(app: FastifyInstance, credential: string, now: numb
   const { key, user } = caller;
   const expiresAt = key.expires_at ? Date.parse(key.expires_at) : Infinity;
   if (expiresAt <= now) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the API key has expired');
-  touchKey(app, key.id, now);
+  if (touch) touchKey(app, key.id, now);
   return { principal: { user, userId: user.id, role: user.role, via: 'api_key', keyId: key.id }, expiresAt };
 }
 
@@ -69,6 +69,21 @@ function touchKey(app: FastifyInstance, keyId: number, now: number): void {
 export async function resolvePrincipal(app: FastifyInstance, credential: string): Promise<Principal> {
   const now = app.clock();
   if (looksLikeApiKey(credential)) return (await resolveApiKey(app, credential, now)).principal;
+  return resolveJwt(app, credential);
+}
+
+/**
+ * Checks a credential again, as a new request with it would be checked, without recording a use
+ * of the key: an open stream asks this when something its caller depends on changed. Answers the
+ * caller with when the credential stops being valid (epoch ms; Infinity when never); throws 401.
+ */
+export async function recheckCredential(app: FastifyInstance, credential: string): Promise<{ principal: Principal; expiresAt: number }> {
+  if (looksLikeApiKey(credential)) return resolveApiKey(app, credential, app.clock(), false);
+  const principal = await resolveJwt(app, credential);
+  return { principal, expiresAt: principal.session ? principal.session.exp * 1000 : Infinity };
+}
+
+async function resolveJwt(app: FastifyInstance, credential: string): Promise<Principal> {
   let claims;
   try {
     claims = await app.tokens.verify(credential);

@@ -6,6 +6,10 @@
 // many minutes. An attempt that turns out not to count (a good login) is taken back. Counters
 // live in the store, so a lockout survives a restart and is shared by every daemon of a
 // database. Active when `rate_limit_mode` is `lockout` or `both`.
+//
+// Second factors are counted per account as well (`secondFactor`): with the password known, many
+// addresses could otherwise share out the guesses of a six-digit code. The same count-first rule
+// holds, keyed by the user, in every `rate_limit_mode` (`totp_max_failures` 0 turns it off).
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
@@ -21,6 +25,12 @@ export interface LockoutAttempt {
 export interface Lockout {
   /** Counts an attempt of the request's IP; throws 429 `too_many_attempts` when it may not be evaluated. */
   begin(request: FastifyRequest): Promise<LockoutAttempt>;
+  /**
+   * Counts a second-factor attempt of the account, whatever address it comes from; throws 429
+   * `too_many_attempts` while the account's second factor is locked. `release` on a good code
+   * clears the account's count; `fail` locks it once `totp_max_failures` codes were wrong.
+   */
+  secondFactor(request: FastifyRequest, userId: number): Promise<LockoutAttempt>;
 }
 
 declare module 'fastify' {
@@ -34,16 +44,24 @@ declare module 'fastify' {
 }
 
 export const LOCKOUT_KEY_PREFIX = 'lock:';
+/** Second-factor counters, one per account: `totp:<user id>`. */
+export const TOTP_LOCKOUT_KEY_PREFIX = 'totp:';
 
-export function tooManyAttempts(remainingMs: number): ApiError {
+export function totpLockoutKey(userId: number): string {
+  return `${TOTP_LOCKOUT_KEY_PREFIX}${userId}`;
+}
+
+export function tooManyAttempts(remainingMs: number, what = 'too many failed attempts from your address'): ApiError {
   const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
   const minutes = Math.ceil(seconds / 60);
   return new ApiError(
     'TOO_MANY_ATTEMPTS',
-    `too many failed attempts from your address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}`,
+    `${what}: try again in ${minutes} minute${minutes === 1 ? '' : 's'}`,
     { data: { remaining_seconds: seconds }, headers: { 'retry-after': String(seconds) } },
   );
 }
+
+const ACCOUNT_LOCKED = 'too many wrong two-factor codes for this account';
 
 const UNCOUNTED: LockoutAttempt = { release: async () => undefined, fail: async () => undefined };
 
@@ -78,6 +96,36 @@ export default fp(
             if (settled) return;
             settled = true;
             if (count >= settings.login_max_attempts) await app.store.limiter.lock(key, app.clock() + periodMs);
+          },
+        };
+      },
+
+      async secondFactor(request, userId) {
+        const settings = app.settings.current();
+        const max = settings.totp_max_failures;
+        if (max === 0) return UNCOUNTED;
+        const key = totpLockoutKey(userId);
+        const periodMs = settings.totp_lockout_minutes * 60_000;
+        const now = app.clock();
+        const record = await app.store.limiter.hit(key, periodMs, now);
+        if (record.locked_until > now) throw tooManyAttempts(record.locked_until - now, ACCOUNT_LOCKED);
+        if (record.count > max) {
+          const locked = await app.store.limiter.lock(key, now + periodMs);
+          throw tooManyAttempts(locked.locked_until - now, ACCOUNT_LOCKED);
+        }
+        const count = record.count;
+        let settled = false;
+        return {
+          async release() {
+            if (settled) return;
+            settled = true;
+            // A good code: the wrong ones before it no longer count.
+            await app.store.limiter.remove(key).catch((error: unknown) => request.log.error({ err: error }, 'second-factor count could not be cleared'));
+          },
+          async fail() {
+            if (settled) return;
+            settled = true;
+            if (count >= max) await app.store.limiter.lock(key, app.clock() + periodMs);
           },
         };
       },

@@ -97,7 +97,7 @@ export default fp(
 
     const prune = async () => {
       const settings = app.settings.current();
-      const keepMs = Math.max(WINDOW_MS, settings.login_lockout_minutes * 60_000);
+      const keepMs = Math.max(WINDOW_MS, settings.login_lockout_minutes * 60_000, settings.totp_lockout_minutes * 60_000);
       await app.store.limiter.prune(app.clock(), keepMs);
     };
     const timer = setInterval(() => void prune().catch(() => undefined), PRUNE_EVERY_MS);

@@ -301,7 +301,12 @@ export class JsonRepositories implements Repositories {
     };
 
     this.revokedTokens = {
-      revoke: (jti, expiresAt) => run((w) => void w.put<RevokedToken>('revoked_tokens', { jti, expires_at: expiresAt })),
+      revoke: (jti, expiresAt) =>
+        run((w) => {
+          w.put<RevokedToken>('revoked_tokens', { jti, expires_at: expiresAt });
+          // Open streams of the token end on this (see daemon/auth/caller-watch.ts).
+          w.change({ kind: 'record', collection: 'revoked_tokens', id: null });
+        }),
       isRevoked: async (jti) => state.revoked_tokens.get(jti) !== undefined,
       prune: (now) =>
         run((w) => {
@@ -343,6 +348,15 @@ export class JsonRepositories implements Repositories {
           },
           { durable: false },
         ),
+      remove: (key) => run((w) => w.delete('limiter', key) !== undefined),
+      removePrefix: (prefix) =>
+        run((w) => {
+          let removed = 0;
+          for (const record of state.limiter.values()) {
+            if (record.key.startsWith(prefix)) removed += w.delete('limiter', record.key) !== undefined ? 1 : 0;
+          }
+          return removed;
+        }),
     };
 
     this.settings = {

@@ -466,6 +466,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
          ON CONFLICT (jti) DO UPDATE SET expires_at = greatest(revoked_tokens.expires_at, excluded.expires_at)`,
         [jti, expiresAt],
       );
+      // Open streams of the token end on this, on every daemon (see daemon/auth/caller-watch.ts).
+      db.announce(JSON.stringify({ kind: 'record', collection: 'revoked_tokens', id: null }));
     },
     async isRevoked(jti) {
       const { rowCount } = await db.query('SELECT 1 FROM revoked_tokens WHERE jti = $1', [jti]);
@@ -525,6 +527,15 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async prune(now, windowMs) {
       await db.query('DELETE FROM limiter WHERE locked_until <= $1 AND window_start + $2 <= $1', [now, windowMs]);
+    },
+    async remove(key) {
+      const { rowCount } = await db.query('DELETE FROM limiter WHERE key = $1', [key]);
+      return rowCount === 1;
+    },
+    async removePrefix(prefix) {
+      // starts_with, not LIKE: an address or a key never needs escaping.
+      const { rowCount } = await db.query('DELETE FROM limiter WHERE starts_with(key, $1)', [prefix]);
+      return rowCount ?? 0;
     },
   };
 

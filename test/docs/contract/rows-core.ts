@@ -60,6 +60,12 @@ export const CORE_ROWS: Row[] = [
   { op: op('PUT', ADMIN_SETTINGS), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', body: { jwt_ttl_seconds: 86400 } },
   { op: op('PUT', ADMIN_SETTINGS), status: 403, case: 'customer', as: 'customer', error: 'forbidden', body: { jwt_ttl_seconds: 86400 } },
   { op: op('PUT', ADMIN_SETTINGS), status: 422, case: 'out of range', as: 'admin', error: 'validation failed', body: { jwt_ttl_seconds: 1 } },
+  // admin/unlock (an address nobody uses, so no other row's lockout ends)
+  { op: op('POST', 'admin/unlock'), status: 200, case: 'one address', as: 'admin', body: { ip: '192.0.2.1' } },
+  { op: op('POST', 'admin/unlock'), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', body: {} },
+  { op: op('POST', 'admin/unlock'), status: 403, case: 'customer', as: 'customer', error: 'forbidden', body: {} },
+  { op: op('POST', 'admin/unlock'), status: 404, case: 'unknown email', as: 'admin', error: 'not found', body: { email: 'nobody@example.invalid' } },
+  { op: op('POST', 'admin/unlock'), status: 422, case: 'not an address', as: 'admin', error: 'validation failed', body: { ip: 'not-an-address' } },
 
   // events
   { op: op('GET', 'events/types'), status: 200, case: 'the catalogue', as: 'customer' },

@@ -353,6 +353,17 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.revokedTokens.isRevoked('jti-1')).toBe(false);
         expect(await store.revokedTokens.isRevoked('jti-2')).toBe(true);
       });
+
+      it('a revocation is announced on the change feed (of another store of the database, too)', async () => {
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        let heard!: () => void;
+        const announced = new Promise<void>((resolve) => (heard = resolve));
+        const unsubscribe = other.changes.subscribe((change) => change.kind === 'record' && change.collection === 'revoked_tokens' && heard());
+        await store.revokedTokens.revoke('jti-announced', 9_000);
+        await announced;
+        unsubscribe();
+      });
     });
 
     describe('limiter', () => {
@@ -406,6 +417,21 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         await store.limiter.prune(9_500, 1_000);
         expect(await store.limiter.get('old')).toBeUndefined();
         expect(await store.limiter.get('new')).toBeDefined();
+      });
+
+      it('remove forgets one key, removePrefix every key that starts with the prefix', async () => {
+        await store.limiter.hit('lock:10.0.0.1', 60_000, 1_000);
+        await store.limiter.lock('lock:10.0.0.2', 9_000);
+        await store.limiter.hit('lock%:x', 60_000, 1_000);
+        await store.limiter.hit('totp:7', 60_000, 1_000);
+        expect(await store.limiter.remove('totp:7')).toBe(true);
+        expect(await store.limiter.remove('totp:7')).toBe(false);
+        expect(await store.limiter.get('totp:7')).toBeUndefined();
+        expect(await store.limiter.removePrefix('lock:')).toBe(2);
+        expect(await store.limiter.get('lock:10.0.0.2')).toBeUndefined();
+        // A prefix is text, not a pattern.
+        expect(await store.limiter.get('lock%:x')).toBeDefined();
+        expect(await store.limiter.removePrefix('lock:')).toBe(0);
       });
     });
 

@@ -2,9 +2,11 @@
 import { Command } from 'commander';
 import type { Context } from '../../context.js';
 import { adminResetPasswordCommand } from './reset-password.js';
+import { adminUnlockCommand } from './unlock.js';
 
 export function adminCommand(ctx: Context): Command {
   return new Command('admin')
     .description("recovery commands for the data directory's owner (no login needed)")
-    .addCommand(adminResetPasswordCommand(ctx));
+    .addCommand(adminResetPasswordCommand(ctx))
+    .addCommand(adminUnlockCommand(ctx));
 }

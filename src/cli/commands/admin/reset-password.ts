@@ -1,24 +1,22 @@
 // `panelctl admin reset-password --email E [--password-stdin]`: recovers a lost password. Whoever
 // owns the data directory may do it, daemon running or not; the password is printed only when
-// this command generated it. The user's existing JWTs end (see passwordChange).
+// this command generated it. The user's existing JWTs end (see passwordChange), and so does the
+// lockout of the account's second factor (the address lockout is `admin unlock`'s: an address
+// is not an account, and one may have tried many).
 //
-// - PostgreSQL (`--database-url`): whoever holds the URL updates the user in the database, daemons
-//   running or not; every daemon checks each request against it, so the old JWTs end at once.
-// - JSON store, daemon stopped: the command takes the data directory's lock (so no daemon starts
-//   meanwhile), opens the store and updates the user through its repositories.
-// - JSON store, daemon running: the store belongs to the daemon, so the command never writes its
-//   files. The owner can read `jwt-secret`: the command signs a short-lived JWT for an admin (the
-//   same claims as the daemon's TokenService, read from the store without writing it) and calls
-//   POST /admin/users/:id/password like any client.
-import { readFile } from 'node:fs/promises';
+// How the store is reached (owner.ts): PostgreSQL, the user updated in the database; JSON store
+// with the daemon stopped, through the store under the lock; with the daemon running, through
+// POST /admin/users/:id/password with a short-lived admin JWT signed with `jwt-secret`.
 import { Command } from 'commander';
 import { EXIT } from '../../../shared/errors.js';
 import { layout, type DataLayout } from '../../../shared/paths.js';
 import type { UserDetail } from '../../api-types.js';
-import { ApiClient, ApiRequestError } from '../../api-client.js';
+import { ApiRequestError } from '../../api-client.js';
 import type { Context } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
 import { readNewPassword } from '../../prompt.js';
+import type { Store } from '../../../store/store.js';
+import { OWNER_TOKEN_TTL_SECONDS, ownerClient, withStoppedStore, withStore } from './owner.js';
 
 export interface ResetPasswordOptions {
   email: string;
@@ -26,8 +24,8 @@ export interface ResetPasswordOptions {
   databaseUrl?: string;
 }
 
-/** Lifetime of the JWT the command signs for its one call. */
-export const RESET_TOKEN_TTL_SECONDS = 60;
+/** Lifetime of the JWT the command signs for its calls. */
+export const RESET_TOKEN_TTL_SECONDS = OWNER_TOKEN_TTL_SECONDS;
 
 export function adminResetPasswordCommand(ctx: Context): Command {
   return new Command('reset-password')
@@ -79,71 +77,30 @@ export async function adminResetPasswordRun(ctx: Context, options: ResetPassword
 
 /** With the daemon stopped: under the lock, through the store. Null when a daemon holds the directory. */
 async function offline(paths: DataLayout, email: string, password: string): Promise<Outcome | null> {
-  const { acquireLock, DirectoryLockedError } = await import('../../../daemon/lock.js');
-  let release: () => Promise<void>;
-  try {
-    release = await acquireLock(paths.pidFile, paths.root);
-  } catch (error) {
-    if (error instanceof DirectoryLockedError) return null;
-    throw error;
-  }
-  try {
-    return { ...(await direct(paths, undefined, email, password)), daemon: 'stopped' };
-  } finally {
-    await release();
-  }
+  const outcome = await withStoppedStore(paths, (store) => change(store, email, password));
+  return outcome && { ...outcome, daemon: 'stopped' };
 }
 
 /** Through the store itself: PostgreSQL, or a JSON store no daemon holds. */
-async function direct(paths: DataLayout, databaseUrl: string | undefined, email: string, password: string): Promise<Outcome> {
-  const { openStore } = await import('../../../store/factory.js');
-  const { passwordChange } = await import('../../../daemon/auth/password.js');
-  const store = await openStore({ dataDir: paths.root, databaseUrl });
-  try {
-    const user = await store.users.byEmail(email);
-    if (!user) throw new CliError(`no user with email ${email}`);
-    await store.users.update(user.id, await passwordChange(user, password, new Date().toISOString()));
-    return { id: user.id, email: user.email, daemon: databaseUrl ? 'running' : 'stopped' };
-  } finally {
-    await store.close();
-  }
+async function direct(paths: DataLayout, databaseUrl: string, email: string, password: string): Promise<Outcome> {
+  return { ...(await withStore(paths, databaseUrl, (store) => change(store, email, password))), daemon: 'running' };
 }
 
-/**
- * An admin to sign the JWT for (with its token generation), read from the store without writing
- * it. The lowest id: normally the admin `init` created. The daemon checks the token against its
- * own records, so a stale read only means a refused call, never a wrong change.
- */
-async function findAdmin(paths: DataLayout): Promise<{ id: number; generation: number }> {
-  const { openStore } = await import('../../../store/factory.js');
-  let admins;
-  try {
-    const store = await openStore({ dataDir: paths.root, readOnly: true });
-    admins = (await store.users.list()).filter((u) => u.role === 'admin');
-    await store.close();
-  } catch (error) {
-    throw new CliError(`cannot read the store in ${paths.root}: ${(error as Error).message}`);
-  }
-  if (admins.length === 0) throw new CliError(`the store in ${paths.root} holds no admin user to act as`);
-  return { id: admins[0].id, generation: admins[0].token_generation ?? 0 };
+async function change(store: Store, email: string, password: string): Promise<Omit<Outcome, 'daemon'>> {
+  const { passwordChange } = await import('../../../daemon/auth/password.js');
+  const { totpLockoutKey } = await import('../../../daemon/plugins/lockout.js');
+  const user = await store.users.byEmail(email);
+  if (!user) throw new CliError(`no user with email ${email}`);
+  await store.users.update(user.id, await passwordChange(user, password, new Date().toISOString()));
+  // As the daemon's route does: the owner's reset is a way back in, so the account's
+  // second-factor lockout ends with it.
+  await store.limiter.remove(totpLockoutKey(user.id));
+  return { id: user.id, email: user.email };
 }
 
 /** With the daemon running: a short-lived admin JWT and the admin API. */
 async function online(ctx: Context, paths: DataLayout, email: string, password: string): Promise<Outcome> {
-  const { readState } = await import('../../../daemon/server.js');
-  const { TokenService } = await import('../../../daemon/auth/tokens.js');
-  const state = await readState(paths);
-  if (!state) throw new CliError(`a daemon holds ${paths.root} but has not written daemon.json yet; try again in a moment`);
-  let secret: string;
-  try {
-    secret = (await readFile(paths.jwtSecret, 'utf8')).trim();
-  } catch (error) {
-    throw new CliError(`cannot read the JWT secret ${paths.jwtSecret}: ${(error as Error).message}; only the data directory's owner can reset passwords`, EXIT.AUTH);
-  }
-  const admin = await findAdmin(paths);
-  const token = await new TokenService(new TextEncoder().encode(secret)).issue(admin.id, 'admin', RESET_TOKEN_TTL_SECONDS, admin.generation);
-  const explicitCa = ctx.globals.ca ?? ctx.env.PANELCTL_CA;
-  const client = new ApiClient({ baseUrl: state.url, token, caFile: explicitCa ?? paths.cert });
+  const client = await ownerClient(ctx, paths, 'reset passwords');
   try {
     const { data: users } = await client.call<UserDetail[]>('GET', '/admin/users');
     const user = users.find((u) => u.email.toLowerCase() === email);

@@ -23,7 +23,9 @@ export default async function loginRoutes(app: FastifyInstance) {
         summary: 'Log in with email and password (and a TOTP code when 2FA is on)',
         description:
           'Answers 401 `invalid credentials` for an unknown email or a wrong password alike, 401 `2fa_required` ' +
-          '(`data` null) when 2FA is on and `totp_code` is missing, 401 `invalid totp code` for a wrong or reused code.',
+          '(`data` null) when 2FA is on and `totp_code` is missing, 401 `invalid totp code` for a wrong or reused code; ' +
+          "429 `too_many_attempts` while the address is locked out of login, or while the account's second factor is locked " +
+          '(`totp_max_failures` wrong codes within `totp_lockout_minutes`, from any address), when even the right code is refused.',
         body: LoginBody,
         response: { 200: EnvelopeOf(LoginResult), ...errorResponses(400, 401, 422, 429) },
       },
@@ -45,15 +47,26 @@ export default async function loginRoutes(app: FastifyInstance) {
           await attempt.release();
           throw new ApiError('TWO_FACTOR_REQUIRED', 'a two-factor code is required: send totp_code from your authenticator app');
         }
+        // Counted per account before the code is looked at, whatever the address: while the
+        // account's second factor is locked, even the right code is refused. The password was
+        // right, so the address's attempt does not count against it.
+        let second;
+        try {
+          second = await app.lockout.secondFactor(request, user.id);
+        } catch (error) {
+          await attempt.release();
+          throw error;
+        }
         // Read fresh, then checked and recorded with no await in between, so one code cannot win two
         // concurrent logins in this daemon. (A SQL backend would make this a conditional UPDATE on totp_last_step.)
         const current = (await app.store.users.get(user.id)) ?? user;
         const step = acceptTotp(code, current.totp_secret ?? user.totp_secret, current.totp_last_step, app.clock());
         if (step === null) {
-          await attempt.fail();
+          await Promise.all([second.fail(), attempt.fail()]);
           throw new ApiError('INVALID_TOTP', 'the two-factor code is wrong, expired or already used');
         }
         await app.store.users.update(user.id, { totp_last_step: step });
+        await second.release();
       }
       await attempt.release();
       const settings = app.settings.current();

@@ -70,13 +70,19 @@ export default async function twoFactorRoutes(app: FastifyInstance) {
         summary: 'Disable 2FA with a current code',
         security,
         body: TotpCodeBody,
-        response: { 200: EnvelopeOf(TwoFactorState), ...errorResponses(400, 401, 403, 409, 422) },
+        response: { 200: EnvelopeOf(TwoFactorState), ...errorResponses(400, 401, 403, 409, 422, 429) },
       },
     },
     async (request) => {
       const { user } = principalOf(request);
       if (!user.two_factor_enabled || !user.totp_secret) throw new ApiError('CONFLICT', 'two-factor authentication is not enabled');
-      if (acceptTotp(request.body.totp_code, user.totp_secret, user.totp_last_step, app.clock()) === null) throw wrongCode();
+      // Guesses here count against the account's second factor as at login.
+      const second = await app.lockout.secondFactor(request, user.id);
+      if (acceptTotp(request.body.totp_code, user.totp_secret, user.totp_last_step, app.clock()) === null) {
+        await second.fail();
+        throw wrongCode();
+      }
+      await second.release();
       await app.store.users.update(user.id, {
         totp_secret: null,
         totp_pending_secret: null,

@@ -4,12 +4,14 @@
 // opening a connection; the CLI makes the request and reports the outcome to
 // POST /events/listen/:session/results, and the attempt is logged like any other. The
 // endpoint is removed when the stream ends; ones left by a daemon that died are removed at start.
+// A session ends when its credential is revoked or its caller's role changes (auth/caller-watch.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { normaliseEventList } from '../../../shared/events.js';
+import { watchCaller } from '../../auth/caller-watch.js';
 import { LISTEN_SCHEME, listenUrl } from '../../dispatcher/listen-hub.js';
 import { principalOf } from '../../plugins/auth.js';
 import { openEventStream } from '../event-stream.js';
@@ -104,6 +106,7 @@ export default async function listenRoutes(app: FastifyInstance) {
       const end = (): Promise<void> =>
         (ending ??= (async () => {
           clearInterval(keepalive);
+          watch.stop();
           app.listenHub.close(sessionId);
           if (!res.writableEnded) res.end();
           await removeEndpoint(app, endpoint.id).catch((error) =>
@@ -112,13 +115,18 @@ export default async function listenRoutes(app: FastifyInstance) {
           open.delete(end);
         })());
       open.add(end);
+      const watch = watchCaller(app, request, (reason) => {
+        if (!res.writableEnded) res.write(`: ended: ${reason.replace(/[\r\n]+/g, ' ')}\n\n`);
+        void end();
+      });
       app.listenHub.open({
         id: sessionId,
         endpointId: endpoint.id,
         userId: principal.userId,
-        push: (frame) => {
-          if (!res.writableEnded) res.write(frame);
-        },
+        push: (frame) =>
+          watch.pass(() => {
+            if (!res.writableEnded) res.write(frame);
+          }),
       });
       res.write(`event: session\ndata: ${JSON.stringify({ session_id: sessionId, endpoint_id: endpoint.id, secret, events: events.value })}\n\n`);
       res.on('close', () => void end());

@@ -8,6 +8,7 @@ import { CreateUserBody, SetPasswordBody, UserDetail } from '../../../shared/api
 import { StoreConflictError } from '../../../store/store.js';
 import { newUserRecord, passwordChange } from '../../auth/password.js';
 import { principalOf } from '../../plugins/auth.js';
+import { totpLockoutKey } from '../../plugins/lockout.js';
 import { pageOf, sendLink } from '../pages.js';
 import { PageQuery } from '../../../shared/api/pages.js';
 import { userDetail } from '../auth/users-view.js';
@@ -81,7 +82,8 @@ export default async function userRoutes(app: FastifyInstance) {
         tags: ['admin'],
         summary: "Set a user's password and end their sessions",
         description:
-          'Every JWT of that user issued before the change is refused from then on (their API keys stay valid). ' +
+          'Every JWT of that user issued before the change is refused from then on (their API keys stay valid), ' +
+          "and the lockout of the account's second factor ends. " +
           '`panelctl admin reset-password` calls this while the daemon runs, with a short-lived admin JWT it signs ' +
           "with the data directory's secret. Requires a JWT (an API key answers 403 `jwt required`).",
         security: JWT_SECURITY,
@@ -97,6 +99,8 @@ export default async function userRoutes(app: FastifyInstance) {
       const now = new Date(app.clock()).toISOString();
       const updated = await app.store.users.update(id, await passwordChange(user, request.body.password, now));
       if (!updated) throw new ApiError('NOT_FOUND', `user ${id} not found`);
+      // An owner's reset is a way back in: the account's second-factor lockout ends with it.
+      await app.store.limiter.remove(totpLockoutKey(id));
       return ok(userDetail(updated), `password of ${updated.email} changed; their earlier sessions have ended`);
     },
   );

@@ -3,13 +3,15 @@
 // Entries come from the store's change feed, so attempts made by any daemon of the store appear;
 // a reconnect with Last-Event-ID first gets the entries it missed from the store's log. Changes
 // the daemon made to an endpoint by itself (the auto-disable) come as `event: endpoint`, without
-// an id. Streams end when the daemon closes, so they never hold a shutdown open.
+// an id. Streams end when the daemon closes, so they never hold a shutdown open, and when their
+// credential is revoked or their caller's role changes (see auth/caller-watch.ts).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { SECURITY as security, errorResponses } from '../../../shared/envelope.js';
 import { StreamQuery } from '../../../shared/api/webhooks.js';
 import type { DeliveryLogEntry } from '../../../store/types.js';
 import type { EndpointNotice } from '../../dispatcher/attempt-report.js';
+import { watchCaller } from '../../auth/caller-watch.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
 import { openEventStream } from '../event-stream.js';
 
@@ -68,9 +70,15 @@ export default async function streamRoutes(app: FastifyInstance) {
         ended = true;
         clearInterval(keepalive);
         unsubscribe();
+        watch.stop();
         open.delete(end);
         res.end();
       };
+      // Why, as an SSE comment: clients that do not look for it skip it, and their reconnect gets the 401.
+      const watch = watchCaller(app, request, (reason) => {
+        if (!ended) res.write(`: ended: ${reason.replace(/[\r\n]+/g, ' ')}\n\n`);
+        end();
+      });
       const write = (text: string) => {
         if (ended) return;
         res.write(text);
@@ -80,7 +88,7 @@ export default async function streamRoutes(app: FastifyInstance) {
       // Live entries that arrive while the missed ones are read wait, so the order holds and
       // none is sent twice.
       const send = (entry: DeliveryLogEntry, ownerId: number | null) => {
-        if (wanted(entry, ownerId)) write(sseFrame(entry));
+        if (wanted(entry, ownerId)) watch.pass(() => write(sseFrame(entry)));
       };
       let backlog: Array<{ entry: DeliveryLogEntry; ownerId: number | null }> | null = null;
       const unsubscribeEntries = app.dispatcher.onEntry((entry, ownerId) => {
@@ -88,7 +96,7 @@ export default async function streamRoutes(app: FastifyInstance) {
         else send(entry, ownerId);
       });
       const unsubscribeNotices = app.endpointNotices.on((notice, ownerId) => {
-        if (endpointId !== undefined ? notice.endpoint.id === endpointId : seesAll || ownerId === principal.userId) write(noticeFrame(notice));
+        if (endpointId !== undefined ? notice.endpoint.id === endpointId : seesAll || ownerId === principal.userId) watch.pass(() => write(noticeFrame(notice)));
       });
       unsubscribe = () => {
         unsubscribeEntries();

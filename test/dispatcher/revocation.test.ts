@@ -1,0 +1,222 @@
+// Revocation reaches open streams: a delivery stream or a `listen` session whose credential is
+// revoked (key deleted, JWT logged out, user deleted, password reset, role changed) ends within
+// a second and gets nothing more. On PostgreSQL the stream is held by a second daemon of the
+// database and the revocation is made through the first (or by another process, for the role),
+// so it has to travel through the change feed.
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openStore } from '../../src/store/factory.js';
+import { startDaemon, TEST_STORE, type TestDaemon } from '../helpers/daemon.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { endpoint, publish, startWorld, waitForEntries, type World } from './fixtures.js';
+
+/** The most a stream may take to end after its revocation was answered (the promise is one second). */
+const ENDS_WITHIN_MS = 2_000;
+
+interface OpenStream {
+  /** Every `event:` frame's type and data, in order. */
+  frames: Array<{ event: string; data: string }>;
+  text(): string;
+  ended: boolean;
+  close(): Promise<void>;
+}
+
+/** Opens an SSE stream and records its frames until the daemon ends it. */
+async function openStream(daemon: TestDaemon, token: string, path: string): Promise<OpenStream> {
+  const agent = new Agent({ connect: { ca: daemon.ca } });
+  const controller = new AbortController();
+  const response = await request(`${daemon.url}/api/v1${path}`, { headers: { authorization: `Bearer ${token}` }, dispatcher: agent, signal: controller.signal });
+  expect(response.statusCode).toBe(200);
+  response.body.setEncoding('utf8');
+  let text = '';
+  const stream: OpenStream = {
+    frames: [],
+    text: () => text,
+    ended: false,
+    async close() {
+      controller.abort();
+      await agent.destroy().catch(() => undefined);
+    },
+  };
+  let parsed = 0;
+  const connected = new Promise<void>((resolve) => {
+    void (async () => {
+      try {
+        for await (const chunk of response.body) {
+          text += chunk;
+          if (text.includes(': connected\n\n')) resolve();
+          let boundary: number;
+          while ((boundary = text.indexOf('\n\n', parsed)) !== -1) {
+            const block = text.slice(parsed, boundary);
+            parsed = boundary + 2;
+            const event = /^event: (.*)$/m.exec(block)?.[1];
+            const data = /^data: (.*)$/m.exec(block)?.[1];
+            if (event) stream.frames.push({ event, data: data ?? '' });
+          }
+        }
+      } catch {
+        // aborted by close()
+      }
+      stream.ended = true;
+      resolve();
+    })();
+  });
+  await connected;
+  return stream;
+}
+
+const deliveries = (stream: OpenStream) => stream.frames.filter((f) => f.event === 'delivery').map((f) => JSON.parse(f.data));
+
+describe('revocation reaches open streams', () => {
+  let tls: ReceiverTls;
+  let hook: Receiver;
+  let world: World;
+  /** Where streams are held: a second daemon of the database on PostgreSQL, else the same daemon. */
+  let holder: TestDaemon;
+  let users = 0;
+
+  beforeAll(async () => {
+    tls = await makeReceiverTls();
+    [world, hook] = await Promise.all([startWorld(tls), startReceiver(tls)]);
+    holder = world.daemon.databaseUrl
+      ? await startDaemon({ databaseUrl: world.daemon.databaseUrl, env: { NODE_EXTRA_CA_CERTS: tls.caFile }, args: ['--allow-private-webhooks'] })
+      : world.daemon;
+  });
+  afterAll(async () => {
+    if (holder && holder !== world?.daemon) await holder.dispose();
+    await world?.daemon.dispose();
+    await hook?.close();
+    await tls?.dispose();
+  });
+
+  async function user(role: 'admin' | 'customer'): Promise<{ id: number; email: string; jwt: string }> {
+    const email = `revoke${++users}-${process.pid}@example.test`;
+    const created = await world.daemon.request('POST', '/admin/users', {
+      token: world.admin,
+      body: { email, name: 'Revocation', password: 'revoke-password-1', role },
+    });
+    expect(created.status, created.text).toBe(201);
+    return { id: created.body.data.id, email, jwt: await holder.login(email, 'revoke-password-1') };
+  }
+
+  async function apiKey(jwt: string): Promise<{ id: number; key: string }> {
+    const created = await world.daemon.request('POST', '/auth/api-keys', { token: jwt, body: { name: 'stream' } });
+    expect(created.status, created.text).toBe(201);
+    return { id: created.body.data.id, key: created.body.data.key };
+  }
+
+  /** A customer with an endpoint on the receiver, and a published event's delivery logged. */
+  async function customerWithEndpoint() {
+    const customer = await user('customer');
+    const endpointId = await endpoint(world, customer.jwt, { url: hook.url, events: 'site.created' });
+    let sent = 0;
+    const deliver = async () => {
+      sent++;
+      await publish(world, 'site.created', { site_id: sent, domain: `s${sent}.example` }, customer.id);
+      await waitForEntries(world, world.admin, endpointId, sent);
+    };
+    return { customer, endpointId, deliver };
+  }
+
+  /**
+   * Right after the revocation was answered: a delivery is published at once, the stream ends
+   * within the bound, and that delivery (logged by then) never reached it.
+   */
+  async function expectEndedAndSilent(stream: OpenStream, before: number, deliver: () => Promise<void>) {
+    const delivered = deliver();
+    await vi.waitFor(() => expect(stream.ended).toBe(true), { timeout: ENDS_WITHIN_MS, interval: 20 });
+    await delivered;
+    expect(deliveries(stream)).toHaveLength(before);
+  }
+
+  it("ends a deleted API key's delivery stream, which gets nothing after the delete", async () => {
+    const { customer, deliver } = await customerWithEndpoint();
+    const key = await apiKey(customer.jwt);
+    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+
+    const removed = await world.daemon.request('DELETE', `/auth/api-keys/${key.id}`, { token: customer.jwt });
+    expect(removed.status, removed.text).toBe(200);
+    await expectEndedAndSilent(stream, 1, deliver);
+    expect(stream.text()).toContain(': ended: authentication required');
+    await stream.close();
+  });
+
+  it("ends a deleted admin's stream: it sees no other customer's entry after the delete", async () => {
+    const { deliver } = await customerWithEndpoint();
+    const admin = await user('admin');
+    const stream = await openStream(holder, admin.jwt, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(stream).length).toBeGreaterThanOrEqual(1), { timeout: 30_000, interval: 20 });
+    const seen = deliveries(stream).length;
+
+    const removed = await world.daemon.request('DELETE', `/admin/users/${admin.id}`, { token: world.admin });
+    expect(removed.status, removed.text).toBe(200);
+    await expectEndedAndSilent(stream, seen, deliver);
+    await stream.close();
+  });
+
+  it('ends a logged-out JWT\'s stream, and a password reset ends the others', async () => {
+    const { customer, deliver } = await customerWithEndpoint();
+    const loggedOut = await openStream(holder, customer.jwt, '/webhooks/deliveries/stream');
+    const second = await holder.login(customer.email, 'revoke-password-1');
+    const reset = await openStream(holder, second, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(reset)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(() => expect(deliveries(loggedOut)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+
+    const out = await world.daemon.request('POST', '/auth/logout', { token: customer.jwt });
+    expect(out.status, out.text).toBe(200);
+    await vi.waitFor(() => expect(loggedOut.ended).toBe(true), { timeout: ENDS_WITHIN_MS, interval: 20 });
+    expect(reset.ended).toBe(false);
+
+    const changed = await world.daemon.request('POST', `/admin/users/${customer.id}/password`, { token: world.admin, body: { password: 'revoke-password-2' } });
+    expect(changed.status, changed.text).toBe(200);
+    await vi.waitFor(() => expect(reset.ended).toBe(true), { timeout: ENDS_WITHIN_MS, interval: 20 });
+    await deliver();
+    expect(deliveries(loggedOut)).toHaveLength(1);
+    expect(deliveries(reset)).toHaveLength(1);
+    await Promise.all([loggedOut.close(), reset.close()]);
+  });
+
+  it("ends a deleted key's listen session and removes its endpoint", async () => {
+    const customer = await user('customer');
+    const key = await apiKey(customer.jwt);
+    const session = await openStream(holder, key.key, '/events/listen?events=site.created');
+    await vi.waitFor(() => expect(session.frames.some((f) => f.event === 'session')).toBe(true), { timeout: 10_000, interval: 20 });
+    const { endpoint_id: endpointId } = JSON.parse(session.frames.find((f) => f.event === 'session')!.data);
+
+    const removed = await world.daemon.request('DELETE', `/auth/api-keys/${key.id}`, { token: customer.jwt });
+    expect(removed.status, removed.text).toBe(200);
+    await vi.waitFor(() => expect(session.ended).toBe(true), { timeout: ENDS_WITHIN_MS, interval: 20 });
+    await publish(world, 'site.created', { site_id: 99, domain: 'listen.example' }, customer.id);
+    await vi.waitFor(async () => expect((await world.daemon.request('GET', `/webhooks/${endpointId}`, { token: customer.jwt })).status).toBe(404), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    expect(session.frames.filter((f) => f.event === 'webhook')).toHaveLength(0);
+    await session.close();
+  });
+
+  // Roles change only in the store (no route changes one): another process changes it there, as
+  // an operator's tool would. The JSON store belongs to its daemon; the in-process test covers it.
+  it.skipIf(TEST_STORE !== 'postgres')('ends a demoted admin\'s stream when another process changes the role in the database', async () => {
+    const { deliver } = await customerWithEndpoint();
+    const admin = await user('admin');
+    const stream = await openStream(holder, admin.jwt, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(stream).length).toBeGreaterThanOrEqual(1), { timeout: 30_000, interval: 20 });
+    const seen = deliveries(stream).length;
+
+    const store = await openStore({ dataDir: world.daemon.dataDir, databaseUrl: world.daemon.databaseUrl });
+    try {
+      await store.users.update(admin.id, { role: 'customer' });
+    } finally {
+      await store.close();
+    }
+    await expectEndedAndSilent(stream, seen, deliver);
+    expect(stream.text()).toContain("role changed to customer");
+    await stream.close();
+  });
+});
