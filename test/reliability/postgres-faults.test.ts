@@ -5,7 +5,9 @@
 // interval. The cluster is this file's own: it is stopped and started again.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mapError } from '../../src/store/postgres/errors.js';
 import { resolvePgLimits, PG_LIMIT_DEFAULTS } from '../../src/store/postgres/limits.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
 import { Agent, request } from 'undici';
 import { ADMIN_PASSWORD, initDataDir, makeDataDir, markInitialised, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, findPgBin, startCluster, type Cluster } from '../helpers/postgres.js';
@@ -79,7 +81,7 @@ async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(url: string,
 async function writerOf(daemon: TestDaemon, subscription?: number): Promise<Writer> {
   const token = await daemon.login();
   if (subscription === undefined) {
-    const raised = await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_user_per_minute: 1_000_000 } });
+    const raised = await daemon.request('PUT', '/admin/settings', { token, body: { rate_limit_user_per_minute: 1_000_000, rate_limit_login_per_minute: 1_000 } });
     expect(raised.status, raised.text).toBe(200);
     const customer = await daemon.request('POST', '/admin/users', { token, body: { email: 'c@example.com', name: 'C', password: 'customer-password', role: 'customer' } });
     expect(customer.status, customer.text).toBe(201);
@@ -130,6 +132,25 @@ describe('PostgreSQL limits', () => {
     expect(resolvePgLimits(env, 'postgres://db/panel?statement_timeout=1500&lock_timeout=250')).toMatchObject({ statementTimeoutMs: 1500, lockTimeoutMs: 250 });
     expect(() => resolvePgLimits({ PANELCTL_DATABASE_LOCK_TIMEOUT_MS: '0' }, 'postgres://db/panel')).toThrow(/PANELCTL_DATABASE_LOCK_TIMEOUT_MS/);
     expect(() => resolvePgLimits({ PANELCTL_DATABASE_POOL_SIZE: 'ten' }, 'postgres://db/panel')).toThrow(/PANELCTL_DATABASE_POOL_SIZE/);
+  });
+});
+
+describe('PostgreSQL errors', () => {
+  it('answers exceeded bounds and lost connections as unavailable (503), not as failures (500)', () => {
+    const unavailable = [
+      Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }),
+      Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+      Object.assign(new Error('connection failure'), { code: '08006' }),
+      Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      new Error('timeout exceeded when trying to connect'),
+      new Error('Connection terminated unexpectedly'),
+      new Error('Client has encountered a connection error and is not queryable'),
+    ];
+    for (const error of unavailable) expect(mapError(error), error.message).toBeInstanceOf(StoreUnavailableError);
+    expect(mapError(Object.assign(new Error('syntax error'), { code: '42601' }))).not.toBeInstanceOf(StoreUnavailableError);
   });
 });
 
@@ -229,23 +250,36 @@ describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
           const res = await daemon.request(method, path, { token: writer.token, body });
           return { res, ms: Date.now() - started };
         };
-        // Requests on the locked table, several at once, while the other routes are used.
-        const locked = Promise.all([
-          ...Array.from({ length: 6 }, () => timed('GET', `/sites?subscription_id=${writer.subscription}`)),
-          ...Array.from({ length: 6 }, (_, i) => timed('POST', '/sites', { domain: `locked-${i}.example.org`, subscription_id: writer.subscription })),
-        ]);
-        const others: Array<{ status: number; text: string }> = [];
-        for (let i = 0; i < 5; i++) {
-          others.push(await daemon.request('POST', '/auth/login', { body: { email: 'admin@localhost', password: ADMIN_PASSWORD } }));
-          others.push(await daemon.request('GET', '/webhooks', { token: writer.token }));
-          others.push(await daemon.request('POST', '/admin/events', { token: writer.token, body: { event: 'backup.completed', data: { schedule_id: i + 1, name: 'nightly' } } }));
-          others.push(await daemon.request('GET', '/health'));
-        }
-        for (const other of others) expect(other.status, other.text).toBe(200);
-        for (const { res, ms } of await locked) {
-          expect([res.status, res.body?.error], res.text).toEqual([503, 'storage unavailable']);
-          expect(res.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
-          expect(ms).toBeLessThan(20_000);
+        // Requests on the locked table, several at once, while the other routes are used: fewer
+        // than the pool's connections (the others answer as usual), then more (a request may
+        // then find no connection in time, and is answered 503 too, never 500).
+        for (const [waiting, others] of [
+          [8, 'as usual'],
+          [24, 'never 500'],
+        ] as const) {
+          const locked = Promise.all(
+            Array.from({ length: waiting }, (_, i) =>
+              i % 2
+                ? timed('GET', `/sites?subscription_id=${writer.subscription}`)
+                : timed('POST', '/sites', { domain: `locked-${waiting}-${i}.example.org`, subscription_id: writer.subscription }),
+            ),
+          );
+          const answers: Array<{ status: number; text: string; body: any; headers: Record<string, unknown> }> = [];
+          for (let i = 0; i < 5; i++) {
+            answers.push(await daemon.request('POST', '/auth/login', { body: { email: 'admin@localhost', password: ADMIN_PASSWORD } }));
+            answers.push(await daemon.request('GET', '/webhooks', { token: writer.token }));
+            answers.push(await daemon.request('POST', '/admin/events', { token: writer.token, body: { event: 'backup.completed', data: { schedule_id: i + 1, name: 'nightly' } } }));
+            answers.push(await daemon.request('GET', '/health'));
+          }
+          for (const answer of answers) {
+            if (others === 'as usual' || answer.status !== 503) expect(answer.status, answer.text).toBe(200);
+            else expect([answer.body?.error, answer.headers['retry-after']], answer.text).toEqual(['storage unavailable', expect.stringMatching(/^[1-9][0-9]*$/)]);
+          }
+          for (const { res, ms } of await locked) {
+            expect([res.status, res.body?.error], res.text).toEqual([503, 'storage unavailable']);
+            expect(res.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+            expect(ms).toBeLessThan(20_000);
+          }
         }
       } finally {
         clearTimeout(releasing);
@@ -255,6 +289,48 @@ describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
       await locker.end().catch(() => undefined);
     }
     await writesAgain([writer], 'unlocked');
+  }, 120_000);
+
+  it('announces nothing for a site whose event could not be queued behind a lock (its transaction rolled back)', async () => {
+    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
+    const tls = await makeReceiverTls();
+    const receiver = await startReceiver(tls);
+    try {
+      const daemon = await startDaemon({ databaseUrl: url, env: { NODE_EXTRA_CA_CERTS: tls.caFile }, args: ['--allow-private-webhooks'] });
+      daemons.push(daemon);
+      const writer = await writerOf(daemon);
+      const hook = await daemon.request('POST', '/webhooks', { token: writer.token, body: { url: `${receiver.url}/sites`, secret: 'rollback-secret', events: 'site.created' } });
+      expect(hook.status, hook.text).toBe(201);
+      const locker = new pg.Client({ connectionString: url });
+      locker.on('error', () => undefined);
+      await locker.connect();
+      const refused: string[] = [];
+      try {
+        // The site's row is written; its event waits for the outbox, past the lock bound.
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+        const answers = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => daemon.request('POST', '/sites', { token: writer.token, body: { domain: `rolled-back-${i}.example.org`, subscription_id: writer.subscription } })),
+        );
+        for (const [i, res] of answers.entries()) {
+          expect([res.status, res.body?.error], res.text).toEqual([503, 'storage unavailable']);
+          refused.push(`rolled-back-${i}.example.org`);
+        }
+      } finally {
+        await locker.query('ROLLBACK').catch(() => undefined);
+        await locker.end().catch(() => undefined);
+      }
+      // A site made afterwards is announced: once its event is in, the refused ones would have been too.
+      const kept = await daemon.request('POST', '/sites', { token: writer.token, body: { domain: 'kept.example.org', subscription_id: writer.subscription } });
+      expect(kept.status, kept.text).toBe(201);
+      const domains = () => receiver.requests.map((r) => (JSON.parse(r.body) as { data: { domain: string } }).data.domain);
+      await vi.waitFor(() => expect(domains()).toContain('kept.example.org'), { timeout: 20_000, interval: 100 });
+      expect(domains().filter((domain) => refused.includes(domain))).toEqual([]);
+      expect(await sql(url, 'SELECT domain FROM sites WHERE domain = ANY ($1)', [refused])).toEqual([]);
+    } finally {
+      await receiver.close();
+      await tls.dispose();
+    }
   }, 120_000);
 
   it('logs a refused database once per interval, not a stack per request', async () => {
