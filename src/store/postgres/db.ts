@@ -248,6 +248,9 @@ export function createPool(url: string, options: PoolOptions): pg.Pool {
     connectionTimeoutMillis: limits.acquireTimeoutMs,
     statement_timeout: limits.statementTimeoutMs,
     lock_timeout: limits.lockTimeoutMs,
+    // A server gone without a word (a host lost) is noticed by the socket, not only by a statement.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(options.onConnect ? { onConnect: options.onConnect } : {}),
   } as pg.PoolConfig);
   pool.on('connect', (client) => client.on('error', () => undefined));

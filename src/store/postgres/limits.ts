@@ -47,7 +47,7 @@ export function resolvePgLimits(env: NodeJS.ProcessEnv, url: string): PgLimits {
   const limits = { ...PG_LIMIT_DEFAULTS };
   for (const [field, name] of Object.entries(PG_LIMIT_ENV) as Array<[keyof PgLimits, string]>) {
     const raw = env[name];
-    if (raw !== undefined && raw !== '') limits[field] = positive(raw, name);
+    if (raw !== undefined && raw !== '') limits[field] = positive(raw, name, field);
   }
   let params: URLSearchParams | null = null;
   try {
@@ -57,12 +57,13 @@ export function resolvePgLimits(env: NodeJS.ProcessEnv, url: string): PgLimits {
   }
   for (const [field, param] of Object.entries(URL_PARAMS) as Array<[keyof PgLimits, string]>) {
     const raw = params?.get(param);
-    if (raw) limits[field] = positive(raw, `the database URL's ${param}`);
+    if (raw) limits[field] = positive(raw, `the database URL's ${param}`, field);
   }
   return limits;
 }
 
-function positive(raw: string, name: string): number {
-  if (!/^[1-9][0-9]{0,9}$/.test(raw)) throw new Error(`${name} must be a positive integer (milliseconds, or connections), got "${raw}"`);
+function positive(raw: string, name: string, field: keyof PgLimits): number {
+  const unit = field === 'poolSize' ? 'connections' : 'milliseconds';
+  if (!/^[1-9][0-9]{0,9}$/.test(raw)) throw new Error(`${name} must be a positive integer (${unit}), got "${raw}"`);
   return Number(raw);
 }
