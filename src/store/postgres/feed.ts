@@ -151,8 +151,7 @@ export class PgChangeFeed implements ChangeFeed {
     if (notice.kind === 'logged') {
       this.#noteLogged(notice.ids);
       this.#emit({ kind: 'logged', ids: notice.ids });
-    }
-    else if (notice.kind === 'outbox') this.#emit({ kind: 'outbox' });
+    } else if (notice.kind === 'outbox') this.#emit({ kind: 'outbox' });
     else if (notice.kind === 'record') this.#emit({ kind: 'record', collection: notice.collection, id: notice.id });
   }
 
