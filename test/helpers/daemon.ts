@@ -30,6 +30,11 @@ export async function testDatabaseFor(dataDir: string): Promise<string | undefin
   return url;
 }
 
+/** Tells startDaemon that `url` names a database initialised already (e.g. as another role than its initialiser). */
+export function markInitialised(url: string): void {
+  initialisedDatabases.add(url);
+}
+
 export const ADMIN_EMAIL = 'admin@localhost';
 export const ADMIN_PASSWORD = 'admin-password-1';
 

@@ -11,10 +11,11 @@
 // outside those limits.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ClaimOptions, DeliveryOutcome, Store } from '../../store/store.js';
+import { StoreUnavailableError, type ClaimOptions, type DeliveryOutcome, type Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
+import { UnavailableLog } from '../unavailable-log.js';
 import { deliveryHeaders } from './headers.js';
 
 export const USER_AGENT = 'Panel-WebPanel-Webhook/1.0';
@@ -58,7 +59,7 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** This dispatcher's lease owner id (default hostname:pid:random). */
   owner?: string;
-  log?: { error(details: object, message: string): void };
+  log?: { error(details: object, message: string): void; warn?(details: object, message: string): void };
 }
 
 /** Raised to a caller waiting for an attempt that will not be made (or logged). */
@@ -126,6 +127,8 @@ export class Dispatcher {
   readonly #leaseMs: number;
   readonly #pollMs: number;
   readonly #log: DispatcherOptions['log'];
+  /** A store that is down fails every turn and every batch: one line per interval for all of them. */
+  readonly #unavailable = new UnavailableLog();
 
   #active = 0;
   readonly #byEndpoint = new Counts<number>();
@@ -323,7 +326,7 @@ export class Dispatcher {
           if (due !== null) wait = due > now ? Math.min(due - now, this.#pollMs) : Math.min(RECHECK_MS, this.#pollMs);
         }
       } catch (error) {
-        this.#log?.error({ err: error }, 'could not take webhook deliveries from the outbox');
+        this.#failed(error, {}, 'could not take webhook deliveries from the outbox');
       }
       if (this.#dirty || this.#stopping) continue;
       await new Promise<void>((resolve) => {
@@ -543,7 +546,7 @@ export class Dispatcher {
       );
     } catch (error) {
       // Their leases end on their own; another claim takes them then.
-      this.#log?.error({ err: error }, 'could not release claimed webhook deliveries');
+      this.#failed(error, {}, 'could not release claimed webhook deliveries');
     }
   }
 
@@ -590,7 +593,7 @@ export class Dispatcher {
     };
     const job = this.#attempt(delivery, endpoints, () => setImmediate(release))
       .catch((error) => {
-        this.#log?.error({ err: error, delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
+        this.#failed(error, { delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
         this.#settleWaiter(delivery.id, null, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
       })
       .finally(() => {
@@ -700,7 +703,7 @@ export class Dispatcher {
       } catch (error) {
         // Not recorded: the leases end and the deliveries are attempted again (receivers
         // deduplicate by X-Webhook-Delivery).
-        this.#log?.error({ err: error, deliveries: batch.length }, 'could not record webhook attempts');
+        this.#failed(error, { deliveries: batch.length }, 'could not record webhook attempts');
         for (const item of batch) item.failed(error as Error);
       }
     })();
@@ -735,7 +738,7 @@ export class Dispatcher {
           }
         }
       })
-      .catch((error) => this.#log?.error({ err: error }, 'could not look up the owner of a delivery log entry'));
+      .catch((error) => this.#failed(error, {}, 'could not look up the owner of a delivery log entry'));
   }
 
   /**
@@ -750,7 +753,7 @@ export class Dispatcher {
       .then(async () => {
         for (const entry of await this.#store.deliveryLog.getMany(fresh)) this.#onLogged(entry);
       })
-      .catch((error) => this.#log?.error({ err: error }, 'could not read new delivery log entries'));
+      .catch((error) => this.#failed(error, {}, 'could not read new delivery log entries'));
   }
 
   async #ownerOf(endpointId: number): Promise<number | null> {
@@ -761,6 +764,15 @@ export class Dispatcher {
     if (this.#owners.size >= 10_000) this.#owners.clear();
     this.#owners.set(endpointId, ownerId);
     return ownerId;
+  }
+
+  /** Logs a failure: a store that is down once per interval (without a stack), anything else as it comes. */
+  #failed(error: unknown, details: object, message: string): void {
+    const log = this.#log;
+    if (!log) return;
+    if (error instanceof StoreUnavailableError) {
+      this.#unavailable.note(error, `the store is unavailable: webhook deliveries wait for it (${message})`, (d, m) => (log.warn ?? log.error).call(log, d, m));
+    } else log.error({ err: error, ...details }, message);
   }
 
   #settleWaiter(deliveryId: string, entry: DeliveryLogEntry | null, error: Error | null): void {

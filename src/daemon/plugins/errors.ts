@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js';
 import { StoreConflictError, StoreUnavailableError } from '../../store/store.js';
+import { UnavailableLog } from '../unavailable-log.js';
 import { describeValidation, nulPath, type ValidationIssue } from './validation.js';
 
 function fastifyCode(error: FastifyError): ApiErrorCode | null {
@@ -65,6 +66,8 @@ function toPattern(url: string): RegExp {
 export default fp(
   async function errors(app: FastifyInstance) {
     const methods = new MethodTable();
+    // A store that is down fails every request: one line per interval, not a stack per request.
+    const unavailable = new UnavailableLog();
     app.addHook('onRoute', (route) => methods.add(route.url, [route.method].flat()));
 
     // HTTP/1.1 requires Host. node's own check answers an empty 400; it is turned off
@@ -106,7 +109,7 @@ export default fp(
         return reply.code(409).send({ data: null, error: API_ERRORS.CONFLICT.error, message: error.message });
       }
       if (error instanceof StoreUnavailableError) {
-        request.log.error({ err: error }, 'store unavailable');
+        unavailable.note(error, 'the store is unavailable: requests are answered 503', (details, message) => request.log.warn(details, message));
         return reply.code(503).header('Retry-After', '5').send({
           data: null,
           error: API_ERRORS.STORAGE_UNAVAILABLE.error,

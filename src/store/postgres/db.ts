@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { mapError } from './errors.js';
+import type { PgLimits } from './limits.js';
 
 export type Row = Record<string, unknown>;
 
@@ -113,6 +114,8 @@ export class PoolDb implements Db {
 export class ClientDb implements Db {
   readonly inTransaction = true;
   #savepoints = 0;
+  /** The statement last sent: the next one waits for it (see query). */
+  #previous: Promise<unknown> = Promise.resolve();
   /** Sent once the transaction commits. */
   readonly notices: string[] = [];
 
@@ -122,13 +125,26 @@ export class ClientDb implements Db {
     this.notices.push(notice);
   }
 
-  async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    try {
-      const statement = prepared(text, values);
-      return await (typeof statement === 'string' ? this.client.query<R>(statement) : this.client.query<R>(statement));
-    } catch (error) {
-      throw mapError(error);
-    }
+  /**
+   * Statements of one transaction go one at a time, whatever the caller awaits together: the
+   * driver's queue of statements per client is deprecated (and gone in its next major).
+   */
+  query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    const run = this.#previous.then(async () => {
+      try {
+        const statement = prepared(text, values);
+        return await (typeof statement === 'string' ? this.client.query<R>(statement) : this.client.query<R>(statement));
+      } catch (error) {
+        throw mapError(error);
+      }
+    });
+    this.#previous = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once no statement of this transaction is in flight. */
+  async idle(): Promise<void> {
+    await this.#previous;
   }
 
   async atomic<T>(fn: (db: Db) => Promise<T>): Promise<T> {
@@ -197,6 +213,7 @@ async function transactionOnce<T>(pool: pg.Pool, notifier: Notifier, fn: (db: Cl
     return result;
   } catch (error) {
     try {
+      await db.idle();
       await client.query('ROLLBACK');
     } catch (rollbackError) {
       broken = rollbackError as Error;
@@ -205,6 +222,41 @@ async function transactionOnce<T>(pool: pg.Pool, notifier: Notifier, fn: (db: Cl
   } finally {
     client.release(broken);
   }
+}
+
+export interface PoolOptions {
+  /** Connections at most. */
+  max: number;
+  limits: PgLimits;
+  /** Run on each new connection before its first use. */
+  onConnect?: (client: pg.ClientBase) => Promise<unknown>;
+}
+
+/**
+ * A pool whose connections each have an error listener for their whole life. The pool listens
+ * only while a connection is idle: one that dies while checked out (between two statements of a
+ * transaction) would otherwise throw its error out of the process. Such a connection fails the
+ * statements on it and is destroyed when released (the pool does not reuse an unqueryable one).
+ */
+export function createPool(url: string, options: PoolOptions): pg.Pool {
+  const { limits } = options;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    types: pgTypes,
+    application_name: 'panelctl',
+    connectionTimeoutMillis: limits.acquireTimeoutMs,
+    statement_timeout: limits.statementTimeoutMs,
+    lock_timeout: limits.lockTimeoutMs,
+    // A server gone without a word (a host lost) is noticed by the socket, not only by a statement.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    ...(options.onConnect ? { onConnect: options.onConnect } : {}),
+  } as pg.PoolConfig);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  // An idle connection that dies is dropped by the pool; the next statement opens another.
+  pool.on('error', () => undefined);
+  return pool;
 }
 
 /** The server ended this connection before the statement was sent (admin or crash shutdown). */

@@ -1,5 +1,6 @@
 // Turns driver errors into the store's backend-neutral ones: unique violations become
-// conflicts named as in store.ts, lost connections become "unavailable". Messages carry no SQL
+// conflicts named as in store.ts, lost connections and exceeded bounds (statement, lock, pool
+// acquisition: see limits.ts) become "unavailable", answered 503. Messages carry no SQL
 // and no credentials; the driver's error stays reachable as `cause`.
 import { StoreConflictError, StoreError, StoreUnavailableError } from '../store.js';
 
@@ -18,6 +19,8 @@ function unavailable(code: string | undefined): boolean {
     code === '57P01' || // admin_shutdown
     code === '57P02' || // crash_shutdown
     code === '57P03' || // cannot_connect_now
+    code === '57014' || // query_canceled: statement_timeout (the daemon cancels nothing else)
+    code === '55P03' || // lock_not_available: lock_timeout
     code === '53300' || // too_many_connections
     code === '3D000' || // invalid_catalog_name: the database does not exist
     code === '28P01' || // invalid_password
@@ -42,7 +45,7 @@ export function mapError(error: unknown): StoreError {
     if (known) return new StoreConflictError(known[0], known[1]);
     return new StoreConflictError(e.constraint ?? 'unique', 'the record conflicts with an existing one');
   }
-  if (unavailable(e?.code) || /Connection terminated|connection timeout|Client has encountered a connection error|Cannot use a pool after calling end|Client was closed/i.test(e?.message ?? '')) {
+  if (unavailable(e?.code) || /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|Client was closed/i.test(e?.message ?? '')) {
     return new StoreUnavailableError('the PostgreSQL store is unavailable', { cause: error });
   }
   return new StoreError('the PostgreSQL store could not complete the request', { cause: error });

@@ -1,7 +1,8 @@
 // The change feed of a PostgreSQL store: one dedicated connection LISTENs on panelctl_changes,
 // where every daemon's writes NOTIFY at commit, this one's included. The connection is made
-// again when it drops; on each reconnect listeners hear "look again" (outbox, settings), since
-// notifications sent meanwhile were lost. New log entries are announced by id: a daemon
+// again when it drops (with backoff); on each reconnect listeners hear "look again" for
+// everything (every collection, the outbox) and the log entries made meanwhile, since
+// notifications sent while it was down are lost. New log entries are announced by id: a daemon
 // fetches them only when someone there watches deliveries.
 import pg from 'pg';
 import type { Change, ChangeFeed } from '../store.js';
@@ -15,6 +16,11 @@ type Notice =
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+const KEEPALIVE_MS = 10_000;
+/** Log entries made while disconnected that are announced after a reconnect, at most (streams resume by id beyond). */
+const CATCH_UP_MOST = 5_000;
+const COLLECTIONS: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'settings'];
 
 export class PgChangeFeed implements ChangeFeed {
   readonly synchronous = false;
@@ -24,6 +30,8 @@ export class PgChangeFeed implements ChangeFeed {
   #closed = false;
   #retryMs = RETRY_MIN_MS;
   #retryTimer: NodeJS.Timeout | null = null;
+  /** The newest log entry announced or present when last connected (null: never connected). */
+  #lastLogged: number | null = null;
 
   constructor(
     private readonly connectionString: string,
@@ -55,7 +63,16 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, types: pgTypes, application_name: 'panelctl-listen' });
+    // Keepalives: this connection only ever waits, so a peer gone without a word (a host lost,
+    // a pooler's idle cut) is noticed by the socket, not by a statement.
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      types: pgTypes,
+      application_name: 'panelctl-listen',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_MS,
+    });
     const lost = () => {
       if (this.#client !== client) return;
       this.#client = null;
@@ -70,9 +87,19 @@ export class PgChangeFeed implements ChangeFeed {
       if (message.channel !== CHANNEL || !message.payload) return;
       this.#handle(message.payload);
     });
+    let missed: number[] = [];
+    // Taken before listening: a notice arriving meanwhile must not move it past entries missed.
+    const mark = this.#lastLogged;
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
+      // Listening from here on: entries past the mark were made while nobody here listened.
+      const { rows } = await client.query<{ id: number }>('SELECT id FROM delivery_log WHERE id > $1 ORDER BY id DESC LIMIT $2', [
+        mark ?? 0,
+        mark === null ? 1 : CATCH_UP_MOST,
+      ]);
+      if (mark !== null) missed = rows.map((r) => r.id).reverse();
+      this.#noteLogged(rows.length > 0 ? [rows[0].id] : [0]);
     } catch (error) {
       client.removeAllListeners();
       client.on('error', () => undefined);
@@ -86,6 +113,7 @@ export class PgChangeFeed implements ChangeFeed {
     this.#client = client;
     this.#retryMs = RETRY_MIN_MS;
     this.#setConnected(true);
+    if (missed.length > 0) this.#emit({ kind: 'logged', ids: missed });
   }
 
   #scheduleReconnect(): void {
@@ -96,9 +124,10 @@ export class PgChangeFeed implements ChangeFeed {
       this.#retryTimer = null;
       this.#connect().then(
         () => {
-          // Whatever was announced while we were away is lost: ask everyone to look again.
+          // Whatever was announced while we were away is lost: every cache is dropped and every
+          // dispatcher looks again.
+          for (const collection of COLLECTIONS) this.#emit({ kind: 'record', collection, id: null });
           this.#emit({ kind: 'outbox' });
-          this.#emit({ kind: 'record', collection: 'settings', id: null });
         },
         () => this.#scheduleReconnect(),
       );
@@ -119,9 +148,15 @@ export class PgChangeFeed implements ChangeFeed {
     } catch {
       return;
     }
-    if (notice.kind === 'logged') this.#emit({ kind: 'logged', ids: notice.ids });
-    else if (notice.kind === 'outbox') this.#emit({ kind: 'outbox' });
+    if (notice.kind === 'logged') {
+      this.#noteLogged(notice.ids);
+      this.#emit({ kind: 'logged', ids: notice.ids });
+    } else if (notice.kind === 'outbox') this.#emit({ kind: 'outbox' });
     else if (notice.kind === 'record') this.#emit({ kind: 'record', collection: notice.collection, id: notice.id });
+  }
+
+  #noteLogged(ids: number[]): void {
+    for (const id of ids) if (this.#lastLogged === null || id > this.#lastLogged) this.#lastLogged = id;
   }
 
   #emit(change: Change): void {

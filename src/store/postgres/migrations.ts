@@ -599,6 +599,10 @@ export async function applyMigrations(client: PoolClient, migrations = PG_MIGRAT
   const applied: number[] = [];
   await client.query('BEGIN');
   try {
+    // Not a request: a migration may rewrite a large table, and the daemons starting beside the
+    // one that migrates wait for it. The connection's request bounds do not apply.
+    await client.query('SET LOCAL statement_timeout = 0');
+    await client.query('SET LOCAL lock_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
     await client.query(
       `CREATE TABLE IF NOT EXISTS schema_migrations (

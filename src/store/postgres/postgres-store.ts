@@ -22,9 +22,10 @@ import {
   type UsersRepository,
   type WebhooksRepository,
 } from '../store.js';
-import { Notifier, PoolDb, pgTypes, withTransaction } from './db.js';
+import { createPool, Notifier, PoolDb, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed } from './feed.js';
+import { resolvePgLimits, type PgLimits } from './limits.js';
 import { applyMigrations } from './migrations.js';
 import { QueueVacuum } from './queue-vacuum.js';
 import { CHANNEL, createRepositories, type StoreContext } from './repositories.js';
@@ -32,8 +33,10 @@ import { CHANNEL, createRepositories, type StoreContext } from './repositories.j
 export interface PostgresStoreOptions {
   /** Accepted for the factory's sake: opening migrates an empty database either way. */
   create?: boolean;
-  /** Connections in the pool (default 10). */
+  /** Connections in the request pool (default: the limits'). */
   poolSize?: number;
+  /** Bounds of every wait (default: from the environment and the URL, see limits.ts). */
+  limits?: PgLimits;
   /** How often held API key uses are written (default 1000 ms). */
   touchFlushMs?: number;
 }
@@ -72,19 +75,19 @@ export class PostgresStore implements Store {
   #flushing: Promise<void> | null = null;
   #closed = false;
 
-  private constructor(url: string, pool: pg.Pool, touchFlushMs: number) {
+  private constructor(url: string, pool: pg.Pool, limits: PgLimits, touchFlushMs: number) {
     this.info = { kind: 'postgres', location: describeDatabaseUrl(url) };
     this.#pool = pool;
     this.#notifier = new Notifier(pool, CHANNEL);
     this.#db = new PoolDb(pool, this.#notifier);
-    this.#workPool = createPool(url, WORK_POOL_SIZE);
     // The dispatcher's statements each have one right plan, by index or row address, however
     // large the outbox. The server plans by the statistics of the queue tables, which lag their
     // churn, and keeps a prepared statement's plan: one planned while the outbox held a handful
     // of rows walked the whole table (dead rows included) for every outcome of a batch once it
     // held thousands (see docs/decisions/postgres.md, "Plans that do not follow the outbox").
-    // Statements with no index to use still scan the table.
-    this.#workPool.on('connect', (client) => void client.query('SET enable_seqscan = off').catch(() => undefined));
+    // Statements with no index to use still scan the table. Set before the connection's first
+    // use: a statement sent beside another on one connection is deprecated in the driver.
+    this.#workPool = createPool(url, { max: WORK_POOL_SIZE, limits, onConnect: (client) => client.query('SET enable_seqscan = off') });
     this.changes = new PgChangeFeed(url, () => {
       this.#settings = null;
     });
@@ -131,7 +134,8 @@ export class PostgresStore implements Store {
    * const store = await PostgresStore.open('postgres://panel@db.internal/panelctl');
    */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const pool = createPool(url, options.poolSize ?? 10);
+    const limits = options.limits ?? resolvePgLimits(process.env, url);
+    const pool = createPool(url, { max: options.poolSize ?? limits.poolSize, limits });
     let store: PostgresStore | undefined;
     try {
       const client = await pool.connect();
@@ -140,7 +144,7 @@ export class PostgresStore implements Store {
       } finally {
         client.release();
       }
-      store = new PostgresStore(url, pool, options.touchFlushMs ?? 1000);
+      store = new PostgresStore(url, pool, limits, options.touchFlushMs ?? 1000);
       await store.changes.start();
       return store;
     } catch (error) {
@@ -227,19 +231,14 @@ export class PostgresStore implements Store {
   /** Drops finished deliveries past their retention and events no delivery refers to any more. */
   async #housekeeping(): Promise<void> {
     const before = Date.now() - SETTLED_RETENTION_MS;
-    await this.#db.query("DELETE FROM deliveries WHERE state <> 'pending' AND settled_at < $1", [before]);
-    await this.#db.query(
-      'DELETE FROM events e WHERE e."timestamp"::timestamptz < to_timestamp($1::double precision / 1000) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)',
-      [before],
-    );
+    await this.#db.atomic(async (db) => {
+      // Not a request: a large backlog of finished deliveries may take longer than a request's bound.
+      await db.query('SET LOCAL statement_timeout = 0');
+      await db.query("DELETE FROM deliveries WHERE state <> 'pending' AND settled_at < $1", [before]);
+      await db.query(
+        'DELETE FROM events e WHERE e."timestamp"::timestamptz < to_timestamp($1::double precision / 1000) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)',
+        [before],
+      );
+    });
   }
 }
-
-function createPool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types: pgTypes, application_name: 'panelctl', connectionTimeoutMillis: 10_000 });
-  // An idle connection that dies (server restart, admin shutdown) is dropped by the pool; the
-  // next query opens a new one or fails with StoreUnavailableError.
-  pool.on('error', () => undefined);
-  return pool;
-}
-
