@@ -1,0 +1,133 @@
+// The frictions of a newcomer's first hour (issue 36), each driven through the built CLI against a
+// real daemon as a user meets it: login follows the data directory's running daemon and a refused
+// connection names it, an admin's `sites create` names the flag, a loopback webhook names the
+// daemon flag and the certificate step, a mistyped global option after the command is suggested,
+// `subscriptions create` says it needs a customer, and `webhooks test` prints the row format of
+// `deliveries --follow` and `listen`.
+import { writeFile, mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { attemptLine } from '../../src/cli/commands/listen.js';
+import { buildProgram } from '../../src/cli/program.js';
+import { cliSession, type CliSession } from './helpers.js';
+
+/** A port nothing listens on: bound, then closed again. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** One row of an attempt: time, mark, status, event, where, duration, delivery id (tab-separated when piped). */
+const ATTEMPT_ROW = /^\S+\t[✓✗]\tHTTP \d{3}[^\t]*\t[a-z.]+\t(webhook \d+\t)(entry \d+\tattempt \d\t)?\d+ ms\t[0-9a-f-]{36}$/;
+
+describe('the first hour with panelctl', () => {
+  let daemon: TestDaemon;
+  let cli: CliSession;
+  let tls: ReceiverTls;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    tls = await makeReceiverTls();
+    receiver = await startReceiver(tls);
+    daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
+    cli = await cliSession(null);
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await tls?.dispose();
+    await cli?.dispose();
+    await daemon?.dispose();
+  });
+
+  /** panelctl with the daemon's data directory but no --url: what the user types. */
+  const run = (args: string[], input?: string) => cli.run(['--data-dir', daemon.dataDir, ...args], { input });
+
+  it('login goes to the running daemon, not to an older login on another port; a refused connection names both URLs', async () => {
+    const stale = `https://127.0.0.1:${await closedPort()}`;
+    await mkdir(cli.configDir, { recursive: true });
+    await writeFile(join(cli.configDir, 'config.json'), JSON.stringify({ login: { url: stale, token: 'old-token', email: ADMIN_EMAIL } }), { mode: 0o600 });
+
+    const refused = await run(['whoami']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      `panelctl: cannot connect to ${stale}: connection refused. The daemon of ${daemon.dataDir} runs at ${daemon.url} (pid ${daemon.proc.pid}): run panelctl login to use it, or pass --url ${daemon.url}`,
+    );
+
+    const login = await run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], `${ADMIN_PASSWORD}\n`);
+    expect(login.code).toBe(0);
+    expect(login.stderr).toContain(`Logged in to ${daemon.url} as ${ADMIN_EMAIL} (admin)`);
+    expect((await cli.json(['--data-dir', daemon.dataDir, 'whoami'])).email).toBe(ADMIN_EMAIL);
+
+    // An explicit --url still wins over the running daemon.
+    const explicit = await run(['--url', stale, 'login', '--email', ADMIN_EMAIL, '--password-stdin'], `${ADMIN_PASSWORD}\n`);
+    expect(explicit.code).toBe(1);
+    expect(explicit.stderr).toContain(`cannot connect to ${stale}: connection refused. The daemon of ${daemon.dataDir} runs at ${daemon.url}`);
+  });
+
+  it('says to start the daemon only when none runs', async () => {
+    const empty = await makeDataDir();
+    const other = await cliSession(null);
+    try {
+      const result = await other.run(['--data-dir', empty, '--url', `https://127.0.0.1:${await closedPort()}`, 'whoami'], { env: { PANELCTL_TOKEN: 'x' } });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(new RegExp(`connection refused\\. Is the daemon running\\? panelctl daemon start --data-dir ${empty}$`, 'm'));
+    } finally {
+      await other.dispose();
+    }
+  });
+
+  it('an admin creating a site without --subscription is told the flag', async () => {
+    const result = await run(['sites', 'create', 'first-hour.example']);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe('panelctl: --subscription ID: admins have no default subscription; name the one to create the site in (panelctl subscriptions list)');
+    const help = await run(['subscriptions', 'create', '--help']);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('the customer must exist first: panelctl users create --role customer');
+  });
+
+  it('suggests --json for --jsn, after the command name as before it', async () => {
+    for (const args of [['keys', 'list', '--jsn'], ['--jsn', 'keys', 'list'], ['webhooks', 'deliveries', '1', '--jsn']]) {
+      const result = await run(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr, args.join(' ')).toContain("error: unknown option '--jsn'\n(Did you mean --json?)");
+    }
+  });
+
+  it('a loopback webhook on a daemon without --allow-private-webhooks names the flag and the certificate step', async () => {
+    const strict = await startDaemon();
+    try {
+      const token = await strict.login();
+      const result = await cli.run(['--data-dir', strict.dataDir, '--url', strict.url, 'webhooks', 'create', '--url', 'https://127.0.0.1:8443/webhooks', '--events', '*', '--generate-secret'], {
+        env: { PANELCTL_TOKEN: token },
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('url: 127.0.0.1 is a loopback address');
+      expect(result.stderr).toContain('start the daemon with --allow-private-webhooks');
+      expect(result.stderr).toContain('NODE_EXTRA_CA_CERTS=receiver-cert.pem panelctl daemon start --allow-private-webhooks');
+    } finally {
+      await strict.dispose();
+    }
+  });
+
+  it('webhooks test prints the row of deliveries --follow and listen', async () => {
+    const created = await cli.json(['--data-dir', daemon.dataDir, 'webhooks', 'create', '--url', receiver.url, '--events', 'site.created', '--generate-secret']);
+    const result = await run(['webhooks', 'test', String(created.id)]);
+    expect(result.code).toBe(0);
+    const [row] = result.stdout.trim().split('\n');
+    expect(row).toMatch(ATTEMPT_ROW);
+    expect(row).toContain(`\t✓\tHTTP 200\twebhook.test\twebhook ${created.id}\tentry `);
+
+    // listen forwards the same kind of attempt and prints it the same way.
+    const { ctx } = await buildProgram({ args: [], io: { stdout: new PassThrough(), stderr: new PassThrough(), stdin: new PassThrough(), env: {} } });
+    const ui = await ctx.ui();
+    const forwarded = attemptLine(ui, { delivery_id: '3f1c2a9e-8b4d-4e2f-9a61-0c7d5e4b8a12', event: 'site.created', headers: {}, body: '{}' }, { status_code: 200, duration_ms: 4 }, 7);
+    expect(forwarded).toMatch(ATTEMPT_ROW);
+    expect(forwarded.split('\t').slice(1, 5)).toEqual(['✓', 'HTTP 200', 'site.created', 'webhook 7']);
+  });
+});
