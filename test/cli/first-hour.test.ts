@@ -4,12 +4,14 @@
 // daemon flag and the certificate step, a mistyped global option after the command is suggested,
 // `subscriptions create` says it needs a customer, and `webhooks test` prints the row format of
 // `deliveries --follow` and `listen`.
-import { writeFile, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { runCli } from '../helpers/cli.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { attemptLine } from '../../src/cli/commands/listen.js';
 import { buildProgram } from '../../src/cli/program.js';
@@ -129,5 +131,38 @@ describe('the first hour with panelctl', () => {
     const forwarded = attemptLine(ui, { delivery_id: '3f1c2a9e-8b4d-4e2f-9a61-0c7d5e4b8a12', event: 'site.created', headers: {}, body: '{}' }, { status_code: 200, duration_ms: 4 }, 7);
     expect(forwarded).toMatch(ATTEMPT_ROW);
     expect(forwarded.split('\t').slice(1, 5)).toEqual(['✓', 'HTTP 200', 'site.created', 'webhook 7']);
+  });
+});
+
+const pg = pgAdminUrl();
+
+describe.skipIf(!pg.url)(`a database URL on a data directory that holds a JSON store${pg.url ? '' : ` (skipped: ${pg.reason})`}`, () => {
+  it('warns that the JSON store is not used and names store migrate, in the log and where the detached daemon was started', async () => {
+    const url = await createDatabase(pg.url!, 'panelctl_first_hour');
+    const jsonDir = await makeDataDir();
+    const other = await makeDataDir();
+    try {
+      await initDataDir(jsonDir);
+      // The database gets its panel from another data directory, as on a second server.
+      await initDataDir(other, ADMIN_PASSWORD, url);
+      const daemon = await startDaemon({ dataDir: jsonDir, databaseUrl: url, keep: true });
+      try {
+        await vi.waitFor(() => expect(daemon.output()).toContain(`${jsonDir}/store.json holds a JSON store that this daemon does not use`), { timeout: 10_000 });
+        expect(daemon.output()).toContain('stop the daemon and run panelctl store migrate --to URL');
+      } finally {
+        await daemon.stop();
+      }
+      const detached = await runCli(['daemon', 'start', '--data-dir', jsonDir, '--port', '0'], { env: { PANELCTL_DATABASE_URL: url } });
+      try {
+        expect(detached.code).toBe(0);
+        expect(detached.stderr).toMatch(new RegExp(`^warning: ${jsonDir}/store\\.json holds a JSON store that this daemon does not use: it serves from the PostgreSQL database \\S+\\. To bring that data over, stop the daemon and run panelctl store migrate --to URL`, 'm'));
+        expect(detached.stderr).not.toContain('postgres://');
+      } finally {
+        await runCli(['daemon', 'stop', '--data-dir', jsonDir]);
+      }
+    } finally {
+      await rm(jsonDir, { recursive: true, force: true });
+      await rm(other, { recursive: true, force: true });
+    }
   });
 });
