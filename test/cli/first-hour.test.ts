@@ -8,8 +8,11 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { runCli } from '../helpers/cli.js';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { BIN, runCli } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
@@ -163,6 +166,39 @@ describe.skipIf(!pg.url)(`a database URL on a data directory that holds a JSON s
     } finally {
       await rm(jsonDir, { recursive: true, force: true });
       await rm(other, { recursive: true, force: true });
+    }
+  });
+});
+
+const BASH_COMPLETION = '/usr/share/bash-completion/bash_completion';
+
+describe('completion install lines', () => {
+  it('work as printed in a fresh account, and bash-completion loads the bash one', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'panelctl-home-'));
+    try {
+      // `panelctl` on PATH, as README step 0 puts it.
+      await mkdir(join(home, 'bin'));
+      await symlink(BIN, join(home, 'bin', 'panelctl'));
+      const env = { ...process.env, HOME: home, XDG_DATA_HOME: '', PATH: `${join(home, 'bin')}:${process.env.PATH}` };
+      const help = await runCli(['completion', '--help'], { env });
+      const lines = [...help.stdout.matchAll(/^ {2}(bash|zsh|fish)\s+(mkdir -p .*)$/gm)].map((m) => ({ shell: m[1], line: m[2] }));
+      expect(lines.map((l) => l.shell)).toEqual(['bash', 'zsh', 'fish']);
+      expect(help.stdout).toContain('bash-completion package');
+      const files = { bash: 'completions/panelctl.bash', zsh: 'completions/_panelctl', fish: 'completions/panelctl.fish' } as const;
+      for (const { shell, line } of lines) {
+        const run = spawnSync('sh', ['-c', line], { env, encoding: 'utf8' });
+        expect(run.status, `${line}: ${run.stderr}`).toBe(0);
+        const target = /> (\S+)$/.exec(line)![1].replace(/^~/, home);
+        expect(await readFile(target, 'utf8')).toBe(await readFile(new URL(`../../${files[shell as keyof typeof files]}`, import.meta.url), 'utf8'));
+      }
+      if (!existsSync(BASH_COMPLETION)) {
+        console.warn(`skipped the loading check: ${BASH_COMPLETION} is missing (package bash-completion)`);
+        return;
+      }
+      const loaded = spawnSync('bash', ['-c', `source ${BASH_COMPLETION}; _completion_loader panelctl; complete -p panelctl`], { env, encoding: 'utf8' });
+      expect(loaded.stdout).toContain('complete -F _panelctl panelctl');
+    } finally {
+      await rm(home, { recursive: true, force: true });
     }
   });
 });
