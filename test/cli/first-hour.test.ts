@@ -120,6 +120,33 @@ describe('the first hour with panelctl', () => {
     }
   });
 
+  it('a test delivery refused as private or over an untrusted certificate says which daemon flag or variable fixes it', async () => {
+    const strict = await startDaemon();
+    const untrusting = await startDaemon({ args: ['--allow-private-webhooks'] });
+    try {
+      // localhost passes create (only literal addresses are checked there) and is refused at connect.
+      const blocked = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, '--json', 'webhooks', 'create', '--url', `https://localhost:${receiver.port}/hook`, '--events', '*', '--generate-secret'], {
+        env: { PANELCTL_TOKEN: await strict.login() },
+      });
+      const refused = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, 'webhooks', 'test', String(JSON.parse(blocked.stdout).id), '--no-wait'], {
+        env: { PANELCTL_TOKEN: await strict.login() },
+      });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('blocked: loopback address');
+      expect(refused.stderr).toContain('start the daemon with --allow-private-webhooks');
+
+      const token = await untrusting.login();
+      const created = await cli.run(['--url', untrusting.url, '--data-dir', untrusting.dataDir, '--json', 'webhooks', 'create', '--url', receiver.url, '--events', '*', '--generate-secret'], { env: { PANELCTL_TOKEN: token } });
+      const untrusted = await cli.run(['--url', untrusting.url, '--data-dir', untrusting.dataDir, 'webhooks', 'test', String(JSON.parse(created.stdout).id), '--no-wait'], { env: { PANELCTL_TOKEN: token } });
+      expect(untrusted.code).toBe(1);
+      expect(untrusted.stderr).toContain('TLS: ');
+      expect(untrusted.stderr).toContain("the daemon does not trust the receiver's certificate; start it with NODE_EXTRA_CA_CERTS=receiver-cert.pem");
+    } finally {
+      await strict.dispose();
+      await untrusting.dispose();
+    }
+  });
+
   it('webhooks test prints the row of deliveries --follow and listen', async () => {
     const created = await cli.json(['--data-dir', daemon.dataDir, 'webhooks', 'create', '--url', receiver.url, '--events', 'site.created', '--generate-secret']);
     const result = await run(['webhooks', 'test', String(created.id)]);
