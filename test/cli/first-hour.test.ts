@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { BIN, runCli } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
@@ -198,6 +198,36 @@ describe.skipIf(!pg.url)(`a database URL on a data directory that holds a JSON s
 });
 
 const BASH_COMPLETION = '/usr/share/bash-completion/bash_completion';
+
+describe.skipIf(!pg.url)(`two daemons on one database${pg.url ? '' : ` (skipped: ${pg.reason})`}`, () => {
+  it('each log entry names the daemon that made the attempt', async () => {
+    const url = await createDatabase(pg.url!, 'panelctl_first_hour');
+    const tls = await makeReceiverTls();
+    const receiver = await startReceiver(tls);
+    const options = { databaseUrl: url, args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } };
+    const first = await startDaemon(options);
+    let second: TestDaemon | undefined;
+    try {
+      const token = await first.login();
+      const created = await first.request('POST', '/webhooks', { token, body: { url: receiver.url, events: '*', secret: 'first-hour-secret' } });
+      const id = created.body.data.id as number;
+      const byFirst = await first.request('POST', `/webhooks/${id}/test`, { token });
+      expect(byFirst.body.data.daemon).toBe(`${hostname()}:${first.proc.pid}`);
+      second = await startDaemon(options);
+      // Only the second is left to make the next attempt.
+      await first.stop();
+      const bySecond = await second.request('POST', `/webhooks/${id}/test`, { token });
+      expect(bySecond.body.data.daemon).toBe(`${hostname()}:${second.proc.pid}`);
+      const log = await second.request('GET', `/webhooks/${id}/deliveries`, { token });
+      expect(log.body.data.map((entry: { daemon: string }) => entry.daemon)).toEqual([`${hostname()}:${second.proc.pid}`, `${hostname()}:${first.proc.pid}`]);
+    } finally {
+      await second?.dispose();
+      await first.dispose();
+      await receiver.close();
+      await tls.dispose();
+    }
+  });
+});
 
 describe('completion install lines', () => {
   it('work as printed in a fresh account, and bash-completion loads the bash one', async () => {
