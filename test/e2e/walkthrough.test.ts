@@ -33,7 +33,7 @@ interface Line {
 }
 
 /** The command lines of the README's "first five minutes" block, trailing comments removed. */
-export function walkthroughLines(readme: string): Line[] {
+function walkthroughLines(readme: string): Line[] {
   const section = readme.slice(readme.indexOf('## The first five minutes'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)![1];
   const lines: Line[] = [];
