@@ -1,7 +1,8 @@
 # bash completion for panelctl
 # generated from the command tree by `npm run gen:docs` (panelctl completion SHELL prints it); do not edit.
-# Install: source this file from ~/.bashrc, or copy it to
-# /usr/share/bash-completion/completions/panelctl (or ~/.local/share/bash-completion/completions/).
+# Install (the bash-completion package loads it from there on first use of panelctl):
+#   mkdir -p ~/.local/share/bash-completion/completions && panelctl completion bash > ~/.local/share/bash-completion/completions/panelctl
+# Without that package: source <(panelctl completion bash) in ~/.bashrc.
 
 _panelctl_subcommands() {
   case "$1" in

@@ -16,6 +16,8 @@ export interface ClientOptions {
   /** Path of a PEM CA file to trust for the daemon's certificate. */
   caFile?: string;
   timeoutMs?: number;
+  /** What to do when the connection is refused (default: start the daemon); asked only then. */
+  whenRefused?: () => string;
 }
 
 /** An error answer of the API, with its envelope. */
@@ -53,10 +55,10 @@ const CERT_ERRORS = new Set([
   'CERT_SIGNATURE_FAILURE',
 ]);
 
-export function describeConnectionError(error: unknown, baseUrl: string): string {
+export function describeConnectionError(error: unknown, baseUrl: string, whenRefused?: () => string): string {
   const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = err.cause?.code ?? err.code ?? '';
-  if (code === 'ECONNREFUSED') return `cannot connect to ${baseUrl}: connection refused. Is the daemon running? panelctl daemon start`;
+  if (code === 'ECONNREFUSED') return `cannot connect to ${baseUrl}: connection refused. ${whenRefused?.() ?? 'Is the daemon running? panelctl daemon start'}`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `cannot resolve the daemon's host in ${baseUrl}`;
   if (CERT_ERRORS.has(code)) {
     return `TLS certificate of ${baseUrl} not trusted (${code}): pass the daemon's certificate with --ca FILE (default: DATA_DIR/tls/cert.pem)`;
@@ -197,7 +199,7 @@ export class ApiClient {
     try {
       response = await requestOnce(url, await this.#agentFor(url), { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
     } catch (error) {
-      throw new CliError(describeConnectionError(error, this.baseUrl));
+      throw new CliError(describeConnectionError(error, this.baseUrl, this.options.whenRefused));
     }
     let envelope: Envelope<T>;
     try {
@@ -249,7 +251,7 @@ export class ApiClient {
       });
     } catch (error) {
       if (signal?.aborted) throw error;
-      throw new CliError(describeConnectionError(error, this.baseUrl));
+      throw new CliError(describeConnectionError(error, this.baseUrl, this.options.whenRefused));
     }
   }
 

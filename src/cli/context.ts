@@ -11,6 +11,7 @@ import { layout, resolveDataDir, DEFAULT_PORT, DEFAULT_HOST } from '../shared/pa
 import { ApiClient } from './api-client.js';
 import { CliError } from './errors.js';
 import { EXIT } from '../shared/errors.js';
+import { isDaemon } from '../daemon/lock.js';
 import type { Ui } from './output.js';
 import { effectiveGlobals } from './global-options.js';
 
@@ -36,6 +37,12 @@ export interface StoredLogin {
   email?: string;
   /** The CA file trusted at login, so later commands trust the same daemon certificate. */
   ca?: string;
+}
+
+/** The data directory's daemon, when one runs: what its daemon.json says. */
+export interface RunningDaemon {
+  url: string;
+  pid: number;
 }
 
 type ConfStore = import('conf').default<{ login?: StoredLogin }>;
@@ -67,6 +74,9 @@ export class Context {
   #stored: StoredLogin | undefined | null = null;
   #ui: Ui | null = null;
   #action: Command | null = null;
+  #running: RunningDaemon | undefined | null = null;
+  /** The running daemon's URL, when a command chose to follow it (login). */
+  #followed: string | undefined;
 
   constructor(
     readonly program: Command,
@@ -170,11 +180,54 @@ export class Context {
     return previous;
   }
 
-  /** --url, PANELCTL_URL, the stored login's URL, else the default local daemon. */
-  baseUrl(): string {
+  /** --url or PANELCTL_URL, without trailing slashes. */
+  explicitUrl(): string | undefined {
     const explicit = this.globals.url ?? this.env.PANELCTL_URL;
-    if (explicit) return explicit.replace(/\/+$/, '');
-    return this.storedLogin()?.url ?? `https://${DEFAULT_HOST}:${DEFAULT_PORT}`;
+    return explicit ? explicit.replace(/\/+$/, '') : undefined;
+  }
+
+  /** --url, PANELCTL_URL, the followed daemon (login), the stored login's URL, else the default local daemon. */
+  baseUrl(): string {
+    return this.explicitUrl() ?? this.#followed ?? this.storedLogin()?.url ?? `https://${DEFAULT_HOST}:${DEFAULT_PORT}`;
+  }
+
+  /**
+   * The data directory's running daemon: its pid file names a live panelctl daemon and its
+   * daemon.json belongs to that pid. Read synchronously (two small files): asked at login and
+   * when a connection is refused.
+   */
+  runningDaemon(): RunningDaemon | undefined {
+    if (this.#running !== null) return this.#running;
+    let running: RunningDaemon | undefined;
+    try {
+      const paths = layout(this.dataDir());
+      const pid = Number.parseInt(readFileSync(paths.pidFile, 'utf8').trim(), 10);
+      const state = JSON.parse(readFileSync(paths.stateFile, 'utf8')) as { pid?: number; url?: string };
+      if (state.pid === pid && typeof state.url === 'string' && isDaemon(pid)) running = { url: state.url, pid };
+    } catch {
+      // no daemon has run here, or it is gone
+    }
+    this.#running = running;
+    return running;
+  }
+
+  /**
+   * Makes the data directory's running daemon this command's URL unless --url or PANELCTL_URL
+   * names one: `login` goes where the daemon is, not where an older login was made.
+   */
+  followRunningDaemon(): void {
+    if (this.explicitUrl()) return;
+    this.#followed = this.runningDaemon()?.url.replace(/\/+$/, '');
+  }
+
+  /** The advice after a refused connection: where this data directory's daemon runs, if it does. */
+  refusedAdvice(url: string): string {
+    const running = this.runningDaemon();
+    if (running && !sameUrl(running.url, url)) {
+      return `The daemon of ${this.dataDir()} runs at ${running.url} (pid ${running.pid}): run panelctl login to use it, or pass --url ${running.url}`;
+    }
+    if (running) return `The daemon of ${this.dataDir()} (pid ${running.pid}) does not answer there: see panelctl daemon logs`;
+    return `Is the daemon running? panelctl daemon start${this.globals.dataDir || this.env.PANEL_DATA_DIR ? ` --data-dir ${this.dataDir()}` : ''}`;
   }
 
   /** --ca, PANELCTL_CA, an explicit data directory, the CA stored at login, else the default data directory's certificate. */
@@ -208,7 +261,8 @@ export class Context {
       const why = stored ? `the stored login is for ${stored.url}, not ${this.baseUrl()}` : 'not logged in';
       throw new CliError(`${why}: run panelctl login (or pass --token / PANELCTL_TOKEN)`, EXIT.AUTH);
     }
-    this.#client = new ApiClient({ baseUrl: this.baseUrl(), token: token?.token, tokenSource: token?.source, caFile: this.caFile() });
+    const baseUrl = this.baseUrl();
+    this.#client = new ApiClient({ baseUrl, token: token?.token, tokenSource: token?.source, caFile: this.caFile(), whenRefused: () => this.refusedAdvice(baseUrl) });
     return this.#client;
   }
 

@@ -15,14 +15,35 @@ export function acceptGlobalOptions(program: Command, command: Command): void {
   for (const sub of command.commands) acceptGlobalOptions(program, sub);
   if (command.commands.length > 0) return;
   const copies: string[] = [];
+  const copyOptions: Option[] = [];
   for (const option of program.options) {
     if (!option.long || option.long === '--version') continue;
     if (command.options.some((own) => own.long === option.long)) continue;
     const copy = new Option(option.flags, option.description).hideHelp();
     command.addOption(copy);
+    copyOptions.push(copy);
     copies.push(copy.attributeName());
   }
   GLOBAL_COPIES.set(command, copies);
+  suggestHiddenCopies(command, copyOptions);
+}
+
+/**
+ * Commander suggests only visible options after an unknown one (`keys list --jsn`), and the
+ * copies are hidden from help; they are shown to its suggester for that one call, so a typo of
+ * a global option after the command name gets the same `(Did you mean --json?)` as before it.
+ */
+function suggestHiddenCopies(command: Command, copies: Option[]): void {
+  const target = command as unknown as { unknownOption(flag: string): void };
+  const unknownOption = target.unknownOption.bind(command);
+  target.unknownOption = (flag: string) => {
+    for (const option of copies) option.hidden = false;
+    try {
+      unknownOption(flag);
+    } finally {
+      for (const option of copies) option.hidden = true;
+    }
+  };
 }
 
 /**

@@ -6,7 +6,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { layout, type DataLayout } from '../shared/paths.js';
 import { VERSION } from '../shared/version.js';
-import { openStore } from '../store/factory.js';
+import { describeDatabaseUrl, openStore } from '../store/factory.js';
 import type { Store, StoreInfo } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { newJwtSecret } from './init.js';
@@ -14,7 +14,7 @@ import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOpti
 import { acquireLock } from './lock.js';
 import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
-import { readJwtSecret, readTlsPair } from './startup-checks.js';
+import { readJwtSecret, readTlsPair, unusedJsonStoreWarning } from './startup-checks.js';
 
 export interface ServeOptions {
   dataDir: string;
@@ -111,6 +111,8 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
     let jwtSecret: Uint8Array;
     if (options.databaseUrl) {
       store = await openStore({ dataDir: paths.root, databaseUrl: options.databaseUrl, warn });
+      const unused = await unusedJsonStoreWarning(paths.store, describeDatabaseUrl(options.databaseUrl));
+      if (unused) warn(unused);
       jwtSecret = new TextEncoder().encode((await store.sharedSecret('jwt', newJwtSecret))!);
     } else jwtSecret = await readJwtSecret(paths.jwtSecret);
     const certFile = options.tlsCert ?? paths.cert;

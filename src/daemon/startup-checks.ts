@@ -2,7 +2,7 @@
 // checked so that a damaged one stops the start with its name and what to do, rather than a
 // bare crypto error, or a daemon that starts and then answers every login with a 500.
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { access, readFile, writeFile } from 'node:fs/promises';
 import { createSecureContext } from 'node:tls';
 import { generateCertificate } from './tls.js';
 
@@ -101,4 +101,23 @@ export async function readTlsPair(files: TlsFiles, notice: (message: string) => 
     throw new StartupError(`the TLS certificate ${files.cert} and key ${files.key} do not go together (${(error as Error).message}); ${fix}`);
   }
   return { cert, key };
+}
+
+/**
+ * The warning for a daemon started with a database URL on a data directory that holds a JSON
+ * store: that store is left alone, so users, keys and webhooks in it seem to have vanished
+ * unless someone says where they are and how to bring them over. Null when there is none.
+ * @example
+ * const warning = await unusedJsonStoreWarning('/var/lib/panelctl/store.json', 'db.internal/panel');
+ */
+export async function unusedJsonStoreWarning(storeFile: string, database: string): Promise<string | null> {
+  try {
+    await access(storeFile);
+  } catch {
+    return null;
+  }
+  return (
+    `${storeFile} holds a JSON store that this daemon does not use: it serves from the PostgreSQL database ${database}. ` +
+    'To bring that data over, stop the daemon and run panelctl store migrate --to URL (into an empty database)'
+  );
 }

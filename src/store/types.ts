@@ -135,6 +135,8 @@ export interface DeliveryLogEntry {
   request_headers: Record<string, string>;
   /** Why a failed attempt failed, in a few words (`HTTP 500`, `connection refused`); null on success. Absent on older entries. */
   reason?: string | null;
+  /** The daemon that made the attempt, `hostname:pid`. Absent on older entries. */
+  daemon?: string;
 }
 
 export interface StoreData {

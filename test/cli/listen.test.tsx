@@ -97,9 +97,10 @@ describe('panelctl listen', () => {
       expect(request.headers['x-webhook-event']).toBe('site.created');
       expect(request.headers['user-agent']).toBe('Panel-WebPanel-Webhook/1.0');
 
-      // The CLI line: time, outcome, event, status, duration, delivery.
+      // The CLI line, in the row format of `webhooks test` and `deliveries --follow`: time,
+      // outcome, status, event, where it went, duration, delivery.
       const line = await until('the CLI line', () => listen.stdout().split('\n').find((l) => l.includes('site.created')));
-      expect(line).toMatch(/✓\tsite\.created\tHTTP 202\t\d+ ms\t[0-9a-f-]{36}/);
+      expect(line).toMatch(/✓\tHTTP 202\tsite\.created\twebhook \d+\t\d+ ms\t[0-9a-f-]{36}/);
       const deliveryId = line.split('\t').pop()!;
       expect(request.headers['x-webhook-delivery']).toBe(deliveryId);
 

@@ -57,10 +57,11 @@ describe('panelctl store migrate', () => {
       const calls: string[][] = [];
       await storeMigrateRun(ctx, { to: URL_WITH_PASSWORD }, async () => async (dataDir, url) => {
         calls.push([dataDir, url]);
-        return { users: 1, webhooks: 0, settings: true };
+        return { users: 1, api_keys: 1, webhooks: 0, limiter: 2, settings: true };
       });
       expect(calls).toEqual([[dir, URL_WITH_PASSWORD]]);
-      expect(err()).toContain(`Copied ${dir} to 127.0.0.1:1/panel: 1 users, 0 webhooks`);
+      // Singular for one, and the limiter rows named for what they are.
+      expect(err()).toContain(`Copied ${dir} to 127.0.0.1:1/panel: 1 user, 1 API key, 0 webhooks, 2 request-limit and login-lockout counters`);
       expect(out()).toContain('--database-url');
 
       const failing = fakeIo({ PANEL_DATA_DIR: dir, NO_COLOR: '1' });

@@ -73,6 +73,8 @@ describe.concurrent('webhook delivery', () => {
       attempt: 1,
       delivery_id: rest['x-webhook-delivery'],
       endpoint_id: id,
+      // The daemon that made the attempt: hostname:pid.
+      daemon: expect.stringMatching(/^.+:\d+$/),
       request_headers: {
         'Content-Type': 'application/json',
         'User-Agent': 'Panel-WebPanel-Webhook/1.0',

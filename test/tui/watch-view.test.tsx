@@ -54,8 +54,8 @@ describe('watch view: rows from entries', () => {
     const okRow = rowOf(table, 'site.created');
     const failedRow = rowOf(table, 'subscription.suspended');
     expect(okRow).toContain(formatTime(ok.created_at));
-    expect(okRow).toMatch(/#1 ok\.example\.test\s+site\.created\s+1\/2\s+200\s+42ms\s+✓ ok/);
-    expect(failedRow).toMatch(/#2 broken\.example\.test:8443\s+subscription\.suspended\s+1\/2\s+500\s+1\.5s\s+✗ retrying/);
+    expect(okRow).toMatch(/#1 ok\.example\.test\/hooks\s+site\.created\s+1\/2\s+200\s+42ms\s+✓ ok/);
+    expect(failedRow).toMatch(/#2 broken\.example\.test:8443\/in\s+subscription\.suspended\s+1\/2\s+500\s+1\.5s\s+✗ retrying/);
     // Newest on top: entry 11 is a second later than entry 10.
     expect(table.indexOf(failedRow)).toBeLessThan(table.indexOf(okRow));
     expect(frame()).toContain('TIME');

@@ -12,6 +12,7 @@ import type { ApiClient } from '../api-client.js';
 import type { Context } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import type { Ui } from '../output.js';
+import { attemptRow } from './webhooks/view.js';
 
 export interface ListenOptions {
   events?: string;
@@ -20,7 +21,7 @@ export interface ListenOptions {
 }
 
 /** What the daemon pushes for each attempt. */
-interface Push {
+export interface Push {
   delivery_id: string;
   event: string;
   headers: Record<string, string>;
@@ -113,12 +114,11 @@ export async function forward(url: URL, push: Push, dispatcher?: Dispatcher): Pr
   }
 }
 
-/** One line per forwarded attempt: time, event, status (or why none), duration, delivery. */
-export function attemptLine(ui: Ui, push: Push, outcome: ForwardOutcome, at = new Date()): string {
+/** One line per forwarded attempt, in the row format of `webhooks test` and `deliveries --follow`. */
+export function attemptLine(ui: Ui, push: Push, outcome: ForwardOutcome, endpointId: number, at = new Date()): string {
   const ok = outcome.status_code >= 200 && outcome.status_code < 300;
   const status = outcome.status_code ? `HTTP ${outcome.status_code}` : (outcome.error ?? 'no answer');
-  const cells = [ui.time(at.toISOString()), ui.ok(ok), ui.c.bold(push.event), ok ? ui.c.green(status) : ui.c.red(status), `${outcome.duration_ms} ms`, ui.c.dim(push.delivery_id)];
-  return cells.join(ui.tty ? '  ' : '\t');
+  return attemptRow(ui, { at: at.toISOString(), ok, status, event: push.event, where: [`webhook ${endpointId}`], durationMs: outcome.duration_ms, deliveryId: push.delivery_id });
 }
 
 export async function listenRun(ctx: Context, options: ListenOptions): Promise<void> {
@@ -144,7 +144,7 @@ export async function listenRun(ctx: Context, options: ListenOptions): Promise<v
     if (ctx.json) {
       ctx.io.stdout.write(`${JSON.stringify(target ? { type: 'attempt', delivery_id: push.delivery_id, event: push.event, ...outcome } : { type: 'event', delivery_id: push.delivery_id, event: push.event, headers: push.headers, body: JSON.parse(push.body) })}\n`);
     } else if (target) {
-      ctx.out(attemptLine(ui!, push, outcome));
+      ctx.out(attemptLine(ui!, push, outcome, current.endpoint_id));
     } else {
       ctx.out([ui!.time(new Date().toISOString()), ui!.c.bold(push.event), ui!.c.dim(push.delivery_id), push.body].join(ui!.tty ? '  ' : '\t'));
     }

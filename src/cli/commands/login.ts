@@ -41,8 +41,12 @@ export async function loginRun(ctx: Context, options: LoginOptions): Promise<voi
   else throw new UsageError('no terminal to ask for the password: pass it on standard input with --password-stdin');
   if (!password) throw new UsageError('a password is required');
 
+  // Where the data directory's daemon runs now, not where an older login was made (unless
+  // --url or PANELCTL_URL says otherwise).
+  ctx.followRunningDaemon();
   // No token on the login request itself, whatever is stored or set in the environment.
-  const client = new ApiClient({ baseUrl: ctx.baseUrl(), caFile: ctx.caFile() });
+  const baseUrl = ctx.baseUrl();
+  const client = new ApiClient({ baseUrl, caFile: ctx.caFile(), whenRefused: () => ctx.refusedAdvice(baseUrl) });
   const body: { email: string; password: string; totp_code?: string } = { email, password };
   if (options.totp) body.totp_code = options.totp.trim();
   let result: LoginResult;

@@ -72,8 +72,9 @@ export function bashCompletion(root: CommandSpec): string {
   }
   return `# bash completion for panelctl
 # ${HEADER}.
-# Install: source this file from ~/.bashrc, or copy it to
-# /usr/share/bash-completion/completions/panelctl (or ~/.local/share/bash-completion/completions/).
+# Install (the bash-completion package loads it from there on first use of panelctl):
+#   mkdir -p ~/.local/share/bash-completion/completions && panelctl completion bash > ~/.local/share/bash-completion/completions/panelctl
+# Without that package: source <(panelctl completion bash) in ~/.bashrc.
 
 _panelctl_subcommands() {
   case "$1" in
@@ -208,7 +209,8 @@ export function zshCompletion(root: CommandSpec): string {
   return `#compdef panelctl
 # zsh completion for panelctl
 # ${HEADER}.
-# Install: copy to a directory of $fpath as _panelctl (e.g. /usr/local/share/zsh/site-functions/_panelctl).
+# Install: mkdir -p ~/.zfunc && panelctl completion zsh > ~/.zfunc/_panelctl
+# and in ~/.zshrc, before compinit: fpath=(~/.zfunc $fpath)
 
 _panelctl_subcommands() {
   local -a items
@@ -342,7 +344,7 @@ export function fishCompletion(root: CommandSpec): string {
   const globals = root.options.map((o) => fishOption(o, null));
   return `# fish completion for panelctl
 # ${HEADER}.
-# Install: copy to ~/.config/fish/completions/panelctl.fish
+# Install: mkdir -p ~/.config/fish/completions && panelctl completion fish > ~/.config/fish/completions/panelctl.fish
 
 set -g __panelctl_subs ${subPairs.join(' ')}
 set -g __panelctl_value_opts ${valuePairs.join(' ')}

@@ -197,11 +197,11 @@ panelctl events emit site.created \-\-owner 2 \-\-data site_id=7 domain=example.
 .fi
 .RE
 .PP
-Install completions for bash:
+Install completions for bash (the bash\-completion package loads them on first use):
 .PP
 .RS
 .nf
-panelctl completion bash > ~/.local/share/bash\-completion/completions/panelctl
+mkdir \-p ~/.local/share/bash\-completion/completions && panelctl completion bash > ~/.local/share/bash\-completion/completions/panelctl
 .fi
 .RE`.trim();
 

@@ -77,9 +77,9 @@ export function WatchApp(props: WatchAppProps) {
     attempt().then(
       (entry) => {
         store.dispatch({ type: 'entries', entries: [entry] });
-        store.dispatch({ type: 'status', ...describeAttempt(what, entry) });
+        store.dispatch({ type: 'status', ...describeAttempt(what, entry), at: clock() });
       },
-      (error: Error) => store.dispatch({ type: 'status', tone: 'error', text: `${what}: ${error.message}` }),
+      (error: Error) => store.dispatch({ type: 'status', tone: 'error', text: `${what}: ${error.message}`, at: clock() }),
     );
   };
 

@@ -68,8 +68,19 @@ export function hostOf(url: string): string {
   }
 }
 
+/** The path (and query) of url, or '' for the root: two endpoints of one host differ there. */
+export function pathOf(url: string): string {
+  try {
+    const { pathname, search } = new URL(url);
+    return pathname === '/' && !search ? '' : `${pathname}${search}`;
+  } catch {
+    return '';
+  }
+}
+
+/** `#3 hooks.example.com/panel`: the table's endpoint cell (cut at its end where narrow). */
 export function endpointLabel(id: number, endpoint: WatchEndpoint | undefined): string {
-  return endpoint ? `#${id} ${clean(endpoint.host)}` : `#${id}`;
+  return endpoint ? `#${id} ${clean(endpoint.host)}${clean(pathOf(endpoint.url))}` : `#${id}`;
 }
 
 /** The attempt cell: retries (attempt 2) carry a ↻ mark. */
@@ -167,7 +178,8 @@ export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefin
   push(`Event ${entry.event}  ·  attempt ${formatAttempt(entry)}${entry.attempt > 1 ? ' (retry)' : ''}  ·  ${formatTime(entry.created_at)} (${entry.created_at})`, 'body');
   const outcome = entry.status_code === 0 ? 'no HTTP answer (connection error or time-out)' : `HTTP ${entry.status_code}`;
   push(
-    `Result ${formatResult(entry, retryPending)}  ·  ${outcome}  ·  ${formatDuration(entry.duration_ms)}`,
+    // The daemon that made it shares this line: on one database several daemons attempt.
+    `Result ${formatResult(entry, retryPending)}  ·  ${outcome}  ·  ${formatDuration(entry.duration_ms)}${entry.daemon ? `  ·  by daemon ${entry.daemon}` : ''}`,
     entry.success ? 'ok' : 'error',
   );
   if (!entry.success && entry.reason) push(`Reason ${entry.reason}`, 'error');

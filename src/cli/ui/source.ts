@@ -38,6 +38,7 @@ export function parseEntry(raw: unknown): WatchEntry | null {
     created_at,
     reason: typeof raw.reason === 'string' ? raw.reason : null,
   };
+  if (typeof raw.daemon === 'string') entry.daemon = raw.daemon;
   if (isObject(raw.request_headers)) {
     entry.request_headers = Object.fromEntries(
       Object.entries(raw.request_headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),

@@ -36,7 +36,8 @@ export interface WatchState {
   selectedId: number | null;
   /** The entry shown in the detail pane and how far it is scrolled. */
   detail: { entryId: number; scroll: number } | null;
-  status: { text: string; tone: StatusTone } | null;
+  /** `at` (epoch ms) is when a finished action's message was set: it is cleared after a while. */
+  status: { text: string; tone: StatusTone; at?: number } | null;
 }
 
 export type WatchAction =
@@ -55,10 +56,12 @@ export type WatchAction =
   | { type: 'filterBackspace' }
   | { type: 'filterApply' }
   | { type: 'filterClear' }
-  | { type: 'status'; text: string; tone: StatusTone };
+  | { type: 'status'; text: string; tone: StatusTone; at?: number };
 
 /** Older entries are dropped beyond this, so a long-running watch keeps a bounded memory. */
 export const MAX_ENTRIES = 2000;
+/** How long the outcome of a test or redelivery stays on the status line. */
+export const STATUS_CLEAR_MS = 8_000;
 /** The window of the header's counts. */
 export const COUNT_WINDOW_MS = 5 * 60_000;
 
@@ -201,7 +204,7 @@ export function reducer(state: WatchState, action: WatchAction): WatchState {
     case 'filterClear':
       return { ...state, eventFilter: '', filterDraft: null };
     case 'status':
-      return { ...state, status: { text: action.text, tone: action.tone } };
+      return { ...state, status: { text: action.text, tone: action.tone, ...(action.at !== undefined ? { at: action.at } : {}) } };
   }
 }
 

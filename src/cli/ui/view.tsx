@@ -19,6 +19,7 @@ import {
   isRetryPending,
   retriedDeliveries,
   selectedIndex,
+  STATUS_CLEAR_MS,
   troubledEndpoints,
   visibleEntries,
   type WatchState,
@@ -196,7 +197,7 @@ export function DetailPane({ state, columns, rows, color }: ViewProps) {
   );
 }
 
-export function StatusLine({ state, columns, color }: ViewProps) {
+export function StatusLine({ state, now, columns, color }: ViewProps) {
   if (state.filterDraft !== null) {
     return (
       <Text wrap="truncate">
@@ -208,7 +209,9 @@ export function StatusLine({ state, columns, color }: ViewProps) {
     );
   }
   const status = state.status;
-  if (!status) return <Text> </Text>;
+  // A finished action's outcome (it carries its time) goes after a while: a line saying a test
+  // passed minutes ago reads as news. Progress messages stay until their outcome replaces them.
+  if (!status || (status.at !== undefined && now - status.at >= STATUS_CLEAR_MS)) return <Text> </Text>;
   const tone = status.tone === 'error' ? 'red' : status.tone === 'ok' ? 'green' : '';
   return (
     <Text wrap="truncate" color={paint(color, tone)}>

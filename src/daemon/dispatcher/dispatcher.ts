@@ -110,6 +110,9 @@ class Counts<K> {
   }
 }
 
+/** Which daemon made an attempt, as its log entry says: with several daemons on one database, the one to look at. */
+const DAEMON = `${hostname()}:${process.pid}`;
+
 export function defaultOwnerId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }
@@ -651,6 +654,7 @@ export class Dispatcher {
         endpoint_id: endpoint.id,
         request_headers: headers,
         reason: result.reason,
+        daemon: DAEMON,
       },
     );
   }

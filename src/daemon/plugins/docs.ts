@@ -11,6 +11,7 @@ import { stringify as toYaml } from 'yaml';
 import { ErrorEnvelope } from '../../shared/envelope.js';
 import { VERSION } from '../../shared/version.js';
 import { API_PREFIX, DOCS_PREFIX, SECURITY_SCHEMES, TAG_DESCRIPTIONS, apiDescription, completeDocument } from '../docs/document.js';
+import { LOGO_SVG, PAGE_CSS, plainSummaries } from '../docs/page.js';
 import { webhookDocument } from '../docs/webhooks.js';
 import { EXEMPT_ROUTES } from './rate-limit.js';
 
@@ -106,10 +107,12 @@ export default fp(
         },
       },
       transformObject: (document) =>
-        completeDocument((document as { openapiObject: object }).openapiObject, {
-          shared: { ErrorEnvelope: asComponent(ErrorEnvelope) },
-          limited: (path) => isLimited(path.replace(/\{([^}]+)\}/g, ':$1')),
-        }),
+        plainSummaries(
+          completeDocument((document as { openapiObject: object }).openapiObject, {
+            shared: { ErrorEnvelope: asComponent(ErrorEnvelope) },
+            limited: (path) => isLimited(path.replace(/\{([^}]+)\}/g, ':$1')),
+          }),
+        ),
     });
 
     await app.register(fastifySwaggerUi, {
@@ -120,7 +123,8 @@ export default fp(
         docExpansion: 'list',
         defaultModelsExpandDepth: 0,
       },
-      theme: { title: 'panelctl API reference' },
+      theme: { title: 'panelctl API reference', css: [{ filename: 'panelctl.css', content: PAGE_CSS }] },
+      logo: { type: 'image/svg+xml', content: LOGO_SVG, href: DOCS_PREFIX },
     });
 
     const hidden = { hide: true };

@@ -102,6 +102,9 @@ export const DeliveryEntry = Type.Object(
         'Why a failed attempt failed, in a few words: `HTTP 500`, `timeout after 10 s`, `connection refused`, ' +
         '`TLS: self-signed certificate`, `redirect not followed (HTTP 301)`, `blocked: private address 10.0.0.5`, `DNS: … not found`; null on success',
     }),
+    daemon: Type.Optional(
+      Type.String({ description: 'The daemon that made the attempt, `hostname:pid` (several daemons share a PostgreSQL store); absent on older entries' }),
+    ),
   },
   { $id: 'DeliveryEntry' },
 );

@@ -132,6 +132,13 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   const log = openSync(paths.logFile, 'a', 0o600);
   // The database URL may hold a password: it goes to the child in its environment, not its argv.
   const env = databaseUrl ? { ...ctx.env, PANELCTL_DATABASE_URL: databaseUrl } : ctx.env;
+  if (databaseUrl) {
+    // The detached daemon logs this to daemon.log; whoever started it should read it too.
+    const { unusedJsonStoreWarning } = await import('../../../daemon/startup-checks.js');
+    const { describeDatabaseUrl } = await import('../../../store/factory.js');
+    const unused = await unusedJsonStoreWarning(paths.store, describeDatabaseUrl(databaseUrl));
+    if (unused) ctx.err(`warning: ${unused}`);
+  }
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   closeSync(log);
   let exited: number | null = null;

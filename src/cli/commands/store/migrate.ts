@@ -14,6 +14,32 @@ export interface StoreMigrateOptions {
 type ImportSummary = Record<string, number | boolean | string>;
 type ImportJsonStore = (dataDir: string, databaseUrl: string) => Promise<ImportSummary>;
 
+/** How each count of the summary reads, singular and plural; unknown names read as themselves. */
+const COUNT_LABELS: Record<string, [string, string]> = {
+  users: ['user', 'users'],
+  api_keys: ['API key', 'API keys'],
+  subscriptions: ['subscription', 'subscriptions'],
+  sites: ['site', 'sites'],
+  webhooks: ['webhook', 'webhooks'],
+  reset_tokens: ['password-reset token', 'password-reset tokens'],
+  revoked_tokens: ['revoked session token', 'revoked session tokens'],
+  limiter: ['request-limit or login-lockout counter', 'request-limit and login-lockout counters'],
+  events: ['event', 'events'],
+  deliveries: ['pending delivery', 'pending deliveries'],
+  log_entries: ['delivery log entry', 'delivery log entries'],
+  skipped: ['orphaned record left out', 'orphaned records left out'],
+};
+
+/**
+ * One count as a person reads it.
+ * @example
+ * countLabel('api_keys', 1); // '1 API key'
+ */
+export function countLabel(name: string, count: number): string {
+  const [one, many] = COUNT_LABELS[name] ?? [name.replace(/_/g, ' '), name.replace(/_/g, ' ')];
+  return `${count} ${count === 1 ? one : many}`;
+}
+
 export function storeMigrateCommand(ctx: Context): Command {
   return new Command('migrate')
     .description('copy a stopped JSON store into an empty PostgreSQL database')
@@ -48,7 +74,7 @@ export async function storeMigrateRun(ctx: Context, options: StoreMigrateOptions
   await ctx.render({ data_dir: dir, database: target, ...summary }, (ui) => {
     const counts = Object.entries(summary)
       .filter(([, value]) => typeof value === 'number')
-      .map(([name, value]) => `${value} ${name.replace(/_/g, ' ')}`)
+      .map(([name, value]) => countLabel(name, value as number))
       .join(', ');
     ui.success(`Copied ${dir} to ${target}: ${counts}`);
     ctx.out(`Start the daemon with --database-url (or PANELCTL_DATABASE_URL) to use it; ${dir} is left as it was.`);

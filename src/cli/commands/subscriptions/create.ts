@@ -13,8 +13,8 @@ export interface SubscriptionsCreateOptions {
 
 export function subscriptionsCreateCommand(ctx: Context): Command {
   return new Command('create')
-    .description('create a subscription for a customer (admin; emits subscription.created)')
-    .requiredOption('--customer <id>', 'id of the customer user', parseId)
+    .description('create a subscription for a customer (admin; emits subscription.created); the customer must exist first: panelctl users create --role customer')
+    .requiredOption('--customer <id>', 'id of a user with the role customer (panelctl users list)', parseId)
     .requiredOption('--domain <domain>', 'main domain of the subscription')
     .option('--default', "make it the customer's default subscription")
     .action(async (options: SubscriptionsCreateOptions) => subscriptionsCreateRun(ctx, options));

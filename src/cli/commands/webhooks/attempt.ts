@@ -51,7 +51,22 @@ export async function reportAttempt(ctx: Context, client: ApiClient, first: Deli
   if (!last.success) {
     const status = last.status_code === 0 ? 'no answer' : `HTTP ${last.status_code}`;
     const pending = !wait && last.attempt < 2 ? ' (a retry follows in 2 s; see panelctl webhooks deliveries)' : '';
-    throw new CliError(`${what} failed: ${status} on attempt ${last.attempt}${pending}`);
+    const advice = adviceFor(last.reason);
+    throw new CliError(`${what} failed: ${status} on attempt ${last.attempt}${pending}${advice ? `. ${advice}` : ''}`);
   }
   ui?.success(`${what} delivered (HTTP ${last.status_code}, attempt ${last.attempt})`);
+}
+
+/**
+ * What to do about the two failures a receiver on the user's own machine meets first: the daemon
+ * refusing a private address, and the daemon not trusting the receiver's certificate.
+ */
+export function adviceFor(reason: string | null | undefined): string | undefined {
+  if (reason?.startsWith('blocked:')) {
+    return `${reason}: for a receiver on this machine or network, start the daemon with --allow-private-webhooks (or set webhook_allow_private_networks)`;
+  }
+  if (reason?.startsWith('TLS:')) {
+    return `${reason}: the daemon does not trust the receiver's certificate; start it with NODE_EXTRA_CA_CERTS=receiver-cert.pem (or use a certificate from a public CA)`;
+  }
+  return undefined;
 }

@@ -76,7 +76,38 @@ export function ellipsis(text: string, max: number): string {
   return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
 }
 
-/** One line per attempt: for --follow and for test/redeliver results. */
+/** What one row shows of an attempt, whoever made it (the daemon, or `listen` forwarding). */
+export interface AttemptRow {
+  at: string;
+  ok: boolean;
+  /** `HTTP 200`, `no answer`, or why there was none, with the failure's detail in brackets. */
+  status: string;
+  event: string;
+  /** Where it went and which try it was: `webhook 3`, `entry 9`, `attempt 1`, the ones known. */
+  where: string[];
+  durationMs: number;
+  deliveryId: string;
+}
+
+/**
+ * The one row format of an attempt, shared by `webhooks test`, `redeliver`, `deliveries
+ * --follow` and `listen`, so the same attempt reads the same wherever it shows: tab-separated
+ * when piped, two spaces on a terminal.
+ */
+export function attemptRow(ui: Ui, row: AttemptRow): string {
+  const text = [
+    ui.time(row.at),
+    ui.ok(row.ok),
+    row.ok ? ui.c.green(row.status) : ui.c.red(row.status),
+    ui.c.bold(row.event),
+    ...row.where,
+    `${row.durationMs} ms`,
+    ui.c.dim(row.deliveryId),
+  ];
+  return ui.tty ? text.join('  ') : text.join('\t');
+}
+
+/** One line per attempt of the delivery log: for --follow and for test/redeliver results. */
 export function deliveryLine(ui: Ui, d: DeliveryLogEntry): string {
   let status = d.status_code === 0 ? 'no answer' : `HTTP ${d.status_code}`;
   // Why a failed attempt failed: its reason, or for a plain HTTP failure the start of the
@@ -85,16 +116,13 @@ export function deliveryLine(ui: Ui, d: DeliveryLogEntry): string {
   const reason = failureReason(d);
   const detail = reason && reason !== status ? reason : d.success ? '' : shorten(clean(d.response), REASON_WIDTH);
   if (detail) status += ` (${detail})`;
-  const text = [
-    ui.time(d.created_at),
-    ui.ok(d.success),
-    d.success ? ui.c.green(status) : ui.c.red(status),
-    ui.c.bold(d.event),
-    `webhook ${d.endpoint_id}`,
-    `entry ${d.id}`,
-    `attempt ${d.attempt}`,
-    `${d.duration_ms} ms`,
-    ui.c.dim(d.delivery_id),
-  ];
-  return ui.tty ? text.join('  ') : text.join('\t');
+  return attemptRow(ui, {
+    at: d.created_at,
+    ok: d.success,
+    status,
+    event: d.event,
+    where: [`webhook ${d.endpoint_id}`, `entry ${d.id}`, `attempt ${d.attempt}`],
+    durationMs: d.duration_ms,
+    deliveryId: d.delivery_id,
+  });
 }

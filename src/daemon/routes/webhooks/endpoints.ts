@@ -43,7 +43,9 @@ export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise
     throw new ApiError(
       'VALIDATION_FAILED',
       `url: ${blocked.address} is a ${blocked.reason} address; webhook targets in private networks are not allowed ` +
-        '(admin setting webhook_allow_private_networks)',
+        '(admin setting webhook_allow_private_networks). For a receiver on this machine, start the daemon with ' +
+        '--allow-private-webhooks and let it trust the receiver\'s certificate: ' +
+        'NODE_EXTRA_CA_CERTS=receiver-cert.pem panelctl daemon start --allow-private-webhooks',
     );
   }
   return value;
