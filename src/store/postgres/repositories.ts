@@ -117,6 +117,19 @@ interface PublishRow extends Row {
 }
 
 /**
+ * The ids of the endpoints that receive `event` owned by `owner` (SQL expressions; owner NULL:
+ * admins' only), found through webhook_events (migration 7): an index lookup for the owner and
+ * one per admin, so the cost follows the endpoints matched, not the endpoints stored. The rows
+ * there are active endpoints only; callers join webhooks for the record.
+ */
+const MATCH_SQL = (event: string, owner: string) => /* sql */ `
+    SELECT we.endpoint_id FROM webhook_events we
+    WHERE we.event IN (${event}, '*') AND we.user_id = ${owner}
+    UNION
+    SELECT we.endpoint_id FROM users a JOIN webhook_events we ON we.user_id = a.id
+    WHERE a.role = 'admin' AND we.event IN (${event}, '*')`;
+
+/**
  * Events ($1..$8, one array element each) and one delivery per matching endpoint; answers, per
  * event with deliveries, its position (n, from 1) and their ids, endpoints, owners and whether
  * each was leased, by endpoint. The delivery ids are made before the insert so each can be
@@ -144,9 +157,8 @@ WITH ev AS MATERIALIZED (
          row_number() OVER (PARTITION BY w.user_id ORDER BY ev.n, w.id) AS owner_rank,
          row_number() OVER (ORDER BY ev.n, w.id) AS rank
   FROM ev
-  JOIN webhooks w ON w.active AND (w.events = '*' OR ev.event = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
-  JOIN users u ON u.id = w.user_id
-  WHERE u.role = 'admin' OR w.user_id = ev.owner_id
+  CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) m
+  JOIN webhooks w ON w.id = m.endpoint_id AND w.active
 ), waiting AS (
   SELECT m.endpoint_id FROM (SELECT DISTINCT endpoint_id FROM matched WHERE $9::text IS NOT NULL) m
   CROSS JOIN LATERAL (
@@ -406,10 +418,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async subscribedTo(event, ownerId) {
       const { rows } = await db.query(
-        `SELECT w.* FROM webhooks w JOIN users u ON u.id = w.user_id
-         WHERE w.active
-           AND (w.events = '*' OR $1 = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
-           AND (u.role = 'admin' OR w.user_id = $2)
+        `SELECT w.* FROM (${MATCH_SQL('$1::text', '$2::bigint')}) m
+         JOIN webhooks w ON w.id = m.endpoint_id AND w.active
          ORDER BY w.id`,
         [event, ownerId],
       );
