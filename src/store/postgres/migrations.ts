@@ -589,6 +589,56 @@ END
 $fn$;
 `,
   },
+  {
+    version: 7,
+    name: 'endpoints by event',
+    sql: /* sql */ `
+-- Publishing matched an event against every endpoint, splitting each one's list of events: the
+-- cost grew with the endpoints of every customer. Here each active endpoint has one row per event
+-- name it listens to ('*' being a name of its own), keyed by name and owner, so an event's
+-- endpoints are an index lookup for its owner and one per admin. A trigger keeps the rows in step
+-- with the endpoint in the same transaction, whoever writes it (a daemon, the JSON import); a
+-- removed endpoint, or its removed owner's, takes its rows with it by the cascade.
+CREATE TABLE webhook_events (
+  event text NOT NULL,
+  user_id bigint NOT NULL,
+  endpoint_id bigint NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+  PRIMARY KEY (event, user_id, endpoint_id)
+);
+CREATE INDEX webhook_events_endpoint_id_idx ON webhook_events (endpoint_id);
+-- Admins' endpoints receive every customer's events: the admins are found without reading users.
+CREATE INDEX users_admin_idx ON users (id) WHERE role = 'admin';
+
+-- Spaces are dropped as the matching before this did, so stored lists read the same.
+CREATE FUNCTION panelctl_webhook_events() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    DELETE FROM webhook_events WHERE endpoint_id = OLD.id;
+  END IF;
+  IF NEW.active THEN
+    INSERT INTO webhook_events (event, user_id, endpoint_id)
+    SELECT DISTINCT name, NEW.user_id, NEW.id
+    FROM unnest(string_to_array(replace(NEW.events, ' ', ''), ',')) AS name
+    WHERE name <> '';
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER webhooks_events_insert AFTER INSERT ON webhooks
+  FOR EACH ROW EXECUTE FUNCTION panelctl_webhook_events();
+-- Only a change that alters what the endpoint receives rewrites its rows (not a secret or URL).
+CREATE TRIGGER webhooks_events_update AFTER UPDATE ON webhooks
+  FOR EACH ROW
+  WHEN (OLD.events IS DISTINCT FROM NEW.events OR OLD.active IS DISTINCT FROM NEW.active OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+  EXECUTE FUNCTION panelctl_webhook_events();
+
+INSERT INTO webhook_events (event, user_id, endpoint_id)
+SELECT DISTINCT name, w.user_id, w.id
+FROM webhooks w, unnest(string_to_array(replace(w.events, ' ', ''), ',')) AS name
+WHERE w.active AND name <> '';
+`,
+  },
 ];
 
 /**
