@@ -323,6 +323,17 @@ export interface ChangeFeed {
    */
   readonly synchronous: boolean;
   subscribe(listener: (change: Change) => void): () => void;
+  /**
+   * Whether every change of the cached collections (users, API keys, subscriptions, sites)
+   * committed before the call, by any daemon of the store, has been published to the listeners.
+   * `true` at once when synchronous. With a shared database the feed asks the database which of
+   * them changed since it last asked, publishes those (as `record` changes with `id` null) and
+   * answers true; several calls share one question, never one asked before they were made. False
+   * when it cannot ask (disconnected): a cache kept from the feed must then not be served.
+   * @example
+   * if ((await store.changes.caughtUp()) && memo.has(view)) return memo.get(view);
+   */
+  caughtUp(): true | Promise<boolean>;
 }
 
 /** The repositories, as used inside a transaction or on their own. */

@@ -111,14 +111,15 @@ const refusals = new WeakMap<FastifyRequest, ApiError>();
 
 /**
  * The API-key caller last identified on a connection, with the change epoch it was identified
- * in. Scripts and billing systems send the same key over one keep-alive connection many times
- * a second. While no key and no user has changed since (a revoked key, a deleted user or a
- * changed role all move the epoch, through the store's change feed) and the key has not
- * expired, the same key on the same connection is the same caller: it is known without hashing
- * or lookups, and the request goes on without waiting. Only when the feed is synchronous (every
- * change is seen here before its write resolves): with a shared database another daemon's
- * revocation arrives later, so every request is looked up. The remembered key is compared in
- * constant time: behind a reverse proxy, one upstream connection can carry several clients.
+ * in: the one cache of callers. Scripts and billing systems send the same key over one
+ * keep-alive connection many times a second. While no key and no user has changed since (a
+ * revoked key, a deleted user or a changed role all move the epoch, through the store's change
+ * feed) and the key has not expired, the same key on the same connection is the same caller: it
+ * is known without hashing or lookups. Served only once the feed is caught up
+ * (`changes.caughtUp()`): at once on the embedded store; with a shared database after the feed
+ * has asked the database what changed, so a key deleted on another daemon before this request
+ * came is refused. The remembered key is compared in constant time: behind a reverse proxy, one
+ * upstream connection can carry several clients.
  */
 interface KnownCaller {
   credential: string;
@@ -129,7 +130,7 @@ interface KnownCaller {
 const callers = new WeakMap<object, KnownCaller>();
 
 /** Moves on every change of users or API keys; per app, so test apps sharing a process stay apart. */
-const epochs = new WeakMap<FastifyInstance, { value: number; cache: boolean }>();
+const epochs = new WeakMap<FastifyInstance, { value: number }>();
 
 /**
  * Constant-time equality of two secrets: every character of the remembered one is looked at
@@ -142,9 +143,10 @@ export function sameSecret(presented: string, remembered: string): boolean {
   return difference === 0;
 }
 
+/** The connection's remembered caller, if still valid; only once the change feed is caught up. */
 function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: string): Principal | null {
   const epoch = epochs.get(app);
-  if (!epoch?.cache) return null;
+  if (!epoch) return null;
   const known = callers.get(request.raw.socket);
   if (!known) return null;
   if (!sameSecret(credential, known.credential)) return null;
@@ -155,8 +157,11 @@ function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: 
   return known.principal;
 }
 
-/** Identifies the caller through the store; refusals are kept for enforcement (preParsing). */
-async function identify(app: FastifyInstance, request: FastifyRequest, credential: string): Promise<void> {
+/**
+ * Identifies the caller through the store; refusals are kept for enforcement (preParsing).
+ * `remember`: the change feed was caught up before the lookup, so its caller may be kept.
+ */
+async function identify(app: FastifyInstance, request: FastifyRequest, credential: string, remember: boolean): Promise<void> {
   try {
     if (!looksLikeApiKey(credential)) {
       request.principal = await resolvePrincipal(app, credential);
@@ -167,7 +172,7 @@ async function identify(app: FastifyInstance, request: FastifyRequest, credentia
     const { principal, expiresAt } = await resolveApiKey(app, credential, app.clock());
     request.principal = principal;
     // Remembered only when nothing changed while the lookups awaited the store.
-    if (epoch?.cache && epoch.value === before && request.raw.socket) {
+    if (remember && epoch && epoch.value === before && request.raw.socket) {
       callers.set(request.raw.socket, { credential, principal, expiresAt, epoch: epoch.value });
     }
   } catch (error) {
@@ -180,15 +185,15 @@ export default fp(
   async function auth(app: FastifyInstance) {
     app.decorateRequest('principal', null);
     app.decorateRequest('routeInfo', null);
-    const epoch = { value: 0, cache: app.store.changes.synchronous };
+    const epoch = { value: 0 };
     epochs.set(app, epoch);
     const unsubscribe = app.store.changes.subscribe((change) => {
       if (change.kind === 'record' && (change.collection === 'api_keys' || change.collection === 'users')) epoch.value++;
     });
     app.addHook('onClose', async () => unsubscribe());
 
-    // Both hooks complete without a promise when they can (no credential lookup needed), so a
-    // known caller's request goes on in the same turn.
+    // Both hooks complete without a promise when they can (no credential lookup needed, a feed
+    // caught up at once), so a known caller's request goes on in the same turn.
     app.addHook('onRequest', (request, _reply, done) => {
       if (request.is404) return done();
       const level = routeOf(request).config.auth ?? 'user';
@@ -204,12 +209,27 @@ export default fp(
         refusals.set(request, error);
         return done();
       }
-      const known = knownCaller(app, request, credential);
-      if (known) {
-        request.principal = known;
-        return done();
+      const caughtUp = looksLikeApiKey(credential) ? app.store.changes.caughtUp() : false;
+      if (caughtUp === true) {
+        const known = knownCaller(app, request, credential);
+        if (known) {
+          request.principal = known;
+          return done();
+        }
+        identify(app, request, credential, true).then(() => done(), done);
+        return;
       }
-      identify(app, request, credential).then(() => done(), done);
+      if (caughtUp === false) {
+        identify(app, request, credential, false).then(() => done(), done);
+        return;
+      }
+      caughtUp
+        .then((fresh) => {
+          const known = fresh ? knownCaller(app, request, credential) : null;
+          if (!known) return identify(app, request, credential, fresh);
+          request.principal = known;
+        })
+        .then(() => done(), done);
     });
 
     app.addHook('preParsing', (request, _reply, payload, done) => {

@@ -26,7 +26,7 @@ import {
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type pg from 'pg';
 import type { Db, Row } from './db.js';
-import { Batcher, KeyedBatcher } from './batcher.js';
+import { Batcher } from './batcher.js';
 import { HitBatcher } from './hit-batcher.js';
 import type { QueueVacuum } from './queue-vacuum.js';
 import {
@@ -228,17 +228,6 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     if (held && (key.last_used_at === null || held > key.last_used_at)) return { ...key, last_used_at: held };
     return key;
   };
-  // The user comes as one json column: its columns would otherwise clash with the key's.
-  const readCaller = async (keyHash: string): Promise<Row | undefined> =>
-    (await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash])).rows[0];
-  // Concurrent requests with one key share a read made after they all arrived (see KeyedBatcher):
-  // a key deleted before a request came is refused all the same, on every daemon.
-  const callerReads = db.inTransaction
-    ? null
-    : new KeyedBatcher<null, Row | undefined>(async (keyHash, requests) => {
-        const row = await readCaller(keyHash);
-        return requests.map(() => row);
-      });
   const apiKeys: ApiKeysRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE id = $1', [id]);
@@ -249,7 +238,10 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       return rows[0] && withHeldTouch(toApiKey(rows[0]));
     },
     async callerByHash(keyHash) {
-      const row = callerReads ? await callerReads.run(keyHash, null) : await readCaller(keyHash);
+      // The user comes as one json column: its columns would otherwise clash with the key's.
+      // Not batched: the daemon remembers a connection's caller (see plugins/auth.ts).
+      const { rows } = await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash]);
+      const row = rows[0];
       return row && { key: withHeldTouch(toApiKey(row)), user: toUser(row.caller as Row) };
     },
     async listByUser(userId) {
