@@ -9,6 +9,7 @@ import { ApiError } from '../../shared/errors.js';
 import { hashApiKey, looksLikeApiKey } from '../auth/api-keys.js';
 import { TokenError } from '../auth/tokens.js';
 import type { Principal, RouteInfo } from '../services.js';
+import { caughtUpFor } from '../caught-up.js';
 
 /**
  * The matched route's URL and config. Fastify builds a fresh `routeOptions` object (a dozen
@@ -143,19 +144,30 @@ export function sameSecret(presented: string, remembered: string): boolean {
   return difference === 0;
 }
 
+/**
+ * The connection's remembered caller for `credential` while its key has not expired, changes or
+ * not (`tentative`: only to count the request while the feed catches up; see the onRequest hook).
+ */
+function rememberedCaller(app: FastifyInstance, request: FastifyRequest, credential: string): KnownCaller | null {
+  const known = callers.get(request.raw.socket);
+  if (!known || !sameSecret(credential, known.credential) || known.expiresAt <= app.clock()) return null;
+  return known;
+}
+
 /** The connection's remembered caller, if still valid; only once the change feed is caught up. */
 function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: string): Principal | null {
   const epoch = epochs.get(app);
-  if (!epoch) return null;
-  const known = callers.get(request.raw.socket);
-  if (!known) return null;
-  if (!sameSecret(credential, known.credential)) return null;
-  if (known.epoch !== epoch.value) return null;
-  const now = app.clock();
-  if (known.expiresAt <= now) return null;
-  touchKey(app, known.principal.keyId!, now);
+  const known = rememberedCaller(app, request, credential);
+  if (!epoch || !known || known.epoch !== epoch.value) return null;
+  touchKey(app, known.principal.keyId!, app.clock());
   return known.principal;
 }
+
+/**
+ * Requests whose caller is confirmed after the onRequest hooks (the feed was catching up), by
+ * enforcement at the latest.
+ */
+const confirmations = new WeakMap<FastifyRequest, Promise<void>>();
 
 /**
  * Identifies the caller through the store; refusals are kept for enforcement (preParsing).
@@ -209,7 +221,7 @@ export default fp(
         refusals.set(request, error);
         return done();
       }
-      const caughtUp = looksLikeApiKey(credential) ? app.store.changes.caughtUp() : false;
+      const caughtUp = looksLikeApiKey(credential) ? caughtUpFor(app.store, request) : false;
       if (caughtUp === true) {
         const known = knownCaller(app, request, credential);
         if (known) {
@@ -223,16 +235,44 @@ export default fp(
         identify(app, request, credential, false).then(() => done(), done);
         return;
       }
-      caughtUp
-        .then((fresh) => {
+      const confirm = () =>
+        caughtUp.then((fresh) => {
           const known = fresh ? knownCaller(app, request, credential) : null;
-          if (!known) return identify(app, request, credential, fresh);
-          request.principal = known;
-        })
-        .then(() => done(), done);
+          if (known) {
+            request.principal = known;
+            return;
+          }
+          request.principal = null;
+          return identify(app, request, credential, fresh);
+        });
+      // A caller remembered on this connection is most likely still the caller: the request
+      // limits count the request under it while the feed catches up (two waits on the database
+      // at once instead of one after the other), and enforcement waits for the confirmation.
+      const tentative = rememberedCaller(app, request, credential);
+      if (tentative) {
+        request.principal = tentative.principal;
+        const confirming = confirm();
+        // Awaited by preParsing, which a request refused by its limits never reaches.
+        confirming.catch(() => undefined);
+        confirmations.set(request, confirming);
+        return done();
+      }
+      confirm().then(() => done(), done);
     });
 
     app.addHook('preParsing', (request, _reply, payload, done) => {
+      const confirming = confirmations.get(request);
+      if (confirming) {
+        confirming.then(() => {
+          try {
+            enforce(request);
+          } catch (error) {
+            return done(error as Error);
+          }
+          done(null, payload);
+        }, done);
+        return;
+      }
       try {
         enforce(request);
         done(null, payload);

@@ -8,7 +8,8 @@
 // Entries are kept as UTF-8 bytes: the serialiser's output is a string of many small pieces,
 // which every answer would otherwise walk and encode again (for its length, then for the socket).
 import type { FastifyReply } from 'fastify';
-import type { Change, ChangeFeed } from '../../store/store.js';
+import type { Change, Store } from '../../store/store.js';
+import { caughtUpFor } from '../caught-up.js';
 import { sendLink } from './pages.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -29,15 +30,15 @@ export class ListMemo {
    * Follows `feed`: a change for which `concerns` answers true forgets every view. At most
    * `capacity` views (one per subscription, say) are kept; past that, all are dropped.
    * @example
-   * const lists = new ListMemo(app.store.changes, (c) => c.kind === 'record' && c.collection === 'sites');
+   * const lists = new ListMemo(app.store, (c) => c.kind === 'record' && c.collection === 'sites');
    * app.addHook('onClose', async () => lists.close());
    */
   constructor(
-    private readonly feed: ChangeFeed,
+    private readonly store: Store,
     concerns: (change: Change) => boolean,
     private readonly capacity = 1024,
   ) {
-    this.#unsubscribe = feed.subscribe((change) => {
+    this.#unsubscribe = store.changes.subscribe((change) => {
       if (concerns(change)) this.invalidate();
     });
   }
@@ -59,7 +60,8 @@ export class ListMemo {
    * remembered), with its `Link` header.
    */
   async send(reply: FastifyReply, view: string, build: () => Promise<ListAnswer>): Promise<FastifyReply> {
-    const caughtUp = this.feed.caughtUp();
+    // The request's question, shared with its caller's (see caught-up.ts).
+    const caughtUp = caughtUpFor(this.store, reply.request);
     // Not caught up (a shared database out of reach): built from the store, and not kept.
     const fresh = caughtUp === true || (await caughtUp);
     let entry = fresh ? this.#entries.get(view) : undefined;

@@ -31,7 +31,7 @@ function siteConflict(error: unknown, domain: string, subscriptionId: number): n
 export default async function siteRoutes(app: FastifyInstance) {
   // Answers per caller's view, dropped on every change of sites or subscriptions (which decide
   // the subscription a view shows and who may see it) the store reports.
-  const lists = new ListMemo(app.store.changes, (change) => change.kind === 'record' && (change.collection === 'sites' || change.collection === 'subscriptions'));
+  const lists = new ListMemo(app.store, (change) => change.kind === 'record' && (change.collection === 'sites' || change.collection === 'subscriptions'));
   app.addHook('onClose', async () => lists.close());
 
   app.get<{ Querystring: ListSitesQuery }>(
