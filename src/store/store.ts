@@ -318,8 +318,8 @@ export type Change =
 export interface ChangeFeed {
   /**
    * True when every change is published in this process before the write that made it
-   * resolves (the embedded store). Caches keyed on the feed are safe only then: with a shared
-   * database, other daemons' changes arrive a moment later.
+   * resolves (the embedded store). With a shared database, other daemons' changes arrive a
+   * moment later: a cache kept from the feed serves only after `caughtUp()`.
    */
   readonly synchronous: boolean;
   subscribe(listener: (change: Change) => void): () => void;

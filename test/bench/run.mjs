@@ -546,9 +546,10 @@ ${fmt(apiLog.panel.p99, 1)} ms for the ${LOG_ENTRIES}-entry log (baseline ${fmt(
   and the caller found is remembered for the keep-alive connection while no key and no user
   changes (so a polling script's next request skips hashing and lookups, and the
   authentication hooks finish without a promise); its \`last_used_at\` is kept to the second,
-  so a key used many times a second is recorded once and flushed with the next lazy write. \`GET /sites\` keeps its serialised listing per
-  view (subscription, or all for an admin), as UTF-8 bytes, until a site changes (the collection's revision),
-  while authorisation and the choice of subscription still run on every request. Request
+  so a key used many times a second is recorded once and flushed with the next lazy write. \`GET /sites\` keeps its serialised answer per
+  caller and query (the choice of subscription and the authorisation included), as UTF-8 bytes, until a site or a
+  subscription changes. On PostgreSQL both caches are served once the change feed has asked the database what
+  changed since (one statement shared by the requests that arrive meanwhile; see docs/decisions/postgres.md). Request
   loggers are made only when a line is written at the configured level. Settings are read from
   a frozen snapshot rebuilt on change; the lockout check hooks only the routes marked for it.
 - **Dispatch**: one keep-alive undici agent; an attempt reads at most 4 KB of the answer by
