@@ -221,7 +221,12 @@ export default fp(
         refusals.set(request, error);
         return done();
       }
-      const caughtUp = looksLikeApiKey(credential) ? caughtUpFor(app.store, request) : false;
+      // A JWT's caller is looked up on every request (user and revocation): nothing to catch up.
+      if (!looksLikeApiKey(credential)) {
+        identify(app, request, credential, false).then(() => done(), done);
+        return;
+      }
+      const caughtUp = caughtUpFor(app.store, request);
       if (caughtUp === true) {
         const known = knownCaller(app, request, credential);
         if (known) {
@@ -229,10 +234,6 @@ export default fp(
           return done();
         }
         identify(app, request, credential, true).then(() => done(), done);
-        return;
-      }
-      if (caughtUp === false) {
-        identify(app, request, credential, false).then(() => done(), done);
         return;
       }
       const confirm = () =>
