@@ -318,11 +318,22 @@ export type Change =
 export interface ChangeFeed {
   /**
    * True when every change is published in this process before the write that made it
-   * resolves (the embedded store). Caches keyed on the feed are safe only then: with a shared
-   * database, other daemons' changes arrive a moment later.
+   * resolves (the embedded store). With a shared database, other daemons' changes arrive a
+   * moment later: a cache kept from the feed serves only after `caughtUp()`.
    */
   readonly synchronous: boolean;
   subscribe(listener: (change: Change) => void): () => void;
+  /**
+   * Whether every change of the cached collections (users, API keys, subscriptions, sites)
+   * committed before the call, by any daemon of the store, has been published to the listeners.
+   * `true` at once when synchronous. With a shared database the feed asks the database which of
+   * them changed since it last asked, publishes those (as `record` changes with `id` null) and
+   * answers true; several calls share one question, never one asked before they were made. False
+   * when it cannot ask (disconnected): a cache kept from the feed must then not be served.
+   * @example
+   * if ((await store.changes.caughtUp()) && memo.has(view)) return memo.get(view);
+   */
+  caughtUp(): true | Promise<boolean>;
 }
 
 /** The repositories, as used inside a transaction or on their own. */

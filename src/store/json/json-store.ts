@@ -120,6 +120,10 @@ class LocalFeed implements ChangeFeed {
     return () => this.#listeners.delete(listener);
   }
 
+  caughtUp(): true {
+    return true;
+  }
+
   publish(changes: Change[]): void {
     for (const change of changes) {
       for (const listener of this.#listeners) {

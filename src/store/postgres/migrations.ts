@@ -639,6 +639,41 @@ FROM webhooks w, unnest(string_to_array(replace(w.events, ' ', ''), ',')) AS nam
 WHERE w.active AND name <> '';
 `,
   },
+  {
+    version: 8,
+    name: 'changes of cached collections by transaction',
+    sql: /* sql */ `
+-- Which transactions changed a collection that daemons cache (see PgChangeFeed.caughtUp): one row
+-- per writing transaction and collection, inserted by a statement trigger in the writer's own
+-- transaction, so it commits (or not) with the change. Readers ask for the rows a snapshot of
+-- theirs did not see, by xid: commit order does not matter, and writers never wait on one
+-- another (each inserts its own row; a counter row would serialise their commits).
+CREATE TABLE read_changes (
+  xid xid8 NOT NULL,
+  collection text NOT NULL,
+  at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (xid, collection)
+);
+CREATE INDEX read_changes_at_idx ON read_changes (at);
+
+CREATE FUNCTION panelctl_note_read_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO read_changes (xid, collection) VALUES (pg_current_xact_id(), TG_TABLE_NAME) ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER users_read_change AFTER INSERT OR UPDATE OR DELETE ON users
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+-- A key's use (last_used_at, written every second under load) changes no caller.
+CREATE TRIGGER api_keys_read_change AFTER INSERT OR DELETE OR UPDATE OF user_id, name, key_hash, key_prefix, expires_at, created_at ON api_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+CREATE TRIGGER subscriptions_read_change AFTER INSERT OR UPDATE OR DELETE ON subscriptions
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+CREATE TRIGGER sites_read_change AFTER INSERT OR UPDATE OR DELETE ON sites
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+`,
+  },
 ];
 
 /**

@@ -24,7 +24,7 @@ import {
 } from '../store.js';
 import { createPool, Notifier, PoolDb, withTransaction } from './db.js';
 import { mapError } from './errors.js';
-import { PgChangeFeed } from './feed.js';
+import { PgChangeFeed, READ_CHANGES_KEPT_MS } from './feed.js';
 import { resolvePgLimits, type PgLimits } from './limits.js';
 import { applyMigrations } from './migrations.js';
 import { QueueVacuum } from './queue-vacuum.js';
@@ -228,7 +228,10 @@ export class PostgresStore implements Store {
     return this.#flushing;
   }
 
-  /** Drops finished deliveries past their retention and events no delivery refers to any more. */
+  /**
+   * Drops finished deliveries past their retention, events no delivery refers to any more, and
+   * notes of changes older than any snapshot a feed still asks about.
+   */
   async #housekeeping(): Promise<void> {
     const before = Date.now() - SETTLED_RETENTION_MS;
     await this.#db.atomic(async (db) => {
@@ -239,6 +242,7 @@ export class PostgresStore implements Store {
         'DELETE FROM events e WHERE e."timestamp"::timestamptz < to_timestamp($1::double precision / 1000) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)',
         [before],
       );
+      await db.query('DELETE FROM read_changes WHERE at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)', [READ_CHANGES_KEPT_MS]);
     });
   }
 }

@@ -26,8 +26,8 @@ import {
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type pg from 'pg';
 import type { Db, Row } from './db.js';
-import { Batcher, KeyedBatcher } from './batcher.js';
-import { HitBatcher } from './hit-batcher.js';
+import { Batcher } from './batcher.js';
+import { HitBatcher, type KeyHits } from './hit-batcher.js';
 import type { QueueVacuum } from './queue-vacuum.js';
 import {
   insertStatement,
@@ -240,17 +240,6 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     if (held && (key.last_used_at === null || held > key.last_used_at)) return { ...key, last_used_at: held };
     return key;
   };
-  // The user comes as one json column: its columns would otherwise clash with the key's.
-  const readCaller = async (keyHash: string): Promise<Row | undefined> =>
-    (await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash])).rows[0];
-  // Concurrent requests with one key share a read made after they all arrived (see KeyedBatcher):
-  // a key deleted before a request came is refused all the same, on every daemon.
-  const callerReads = db.inTransaction
-    ? null
-    : new KeyedBatcher<null, Row | undefined>(async (keyHash, requests) => {
-        const row = await readCaller(keyHash);
-        return requests.map(() => row);
-      });
   const apiKeys: ApiKeysRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE id = $1', [id]);
@@ -261,7 +250,10 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       return rows[0] && withHeldTouch(toApiKey(rows[0]));
     },
     async callerByHash(keyHash) {
-      const row = callerReads ? await callerReads.run(keyHash, null) : await readCaller(keyHash);
+      // The user comes as one json column: its columns would otherwise clash with the key's.
+      // Not batched: the daemon remembers a connection's caller (see plugins/auth.ts).
+      const { rows } = await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash]);
+      const row = rows[0];
       return row && { key: withHeldTouch(toApiKey(row)), user: toUser(row.caller as Row) };
     },
     async listByUser(userId) {
@@ -491,16 +483,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
   /**
    * Counts `hits` hits of `key` in one statement, so concurrent hits from any number of daemons
    * each count exactly once. A new window starts when the key is not locked and its window ended
-   * or its lock did. A soft statement (request windows) commits without waiting for its WAL
-   * flush: every request of one user updates this one row, and a durable commit keeps the row
-   * locked through an fsync, so that user's requests (on every daemon) went one fsync at a time.
-   * A crash forgets at most the last fraction of a second of such hits (the contract allows a
-   * second).
+   * or its lock did. Request windows are counted by countSoftHits below, with the same rules.
    */
-  const countHits = async (key: string, windowMs: number, now: number, hits: number, soft: boolean) => {
+  const countHits = async (key: string, windowMs: number, now: number, hits: number) => {
     const { rows } = await db.query(
       `INSERT INTO limiter AS l (key, count, window_start, locked_until)
-       SELECT $1, $4::int, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
+       SELECT $1, $4::int, $3, 0
        ON CONFLICT (key) DO UPDATE SET
          count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $4::int ELSE l.count + $4::int END,
          window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
@@ -510,13 +498,35 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     );
     return toLimiter(rows[0]);
   };
-  // Request-window hits outside a transaction are coalesced per key (see HitBatcher). Inside a
+  // Request-window hits outside a transaction are coalesced, every key's in one statement (see
+  // HitBatcher), with the rules of countHits per row (`excluded` holds a row's hits and time).
+  // In key order, so two daemons' statements lock shared rows in one order. The statement
+  // commits without waiting for its WAL flush: a durable commit keeps the rows locked through an
+  // fsync, so a user's requests (on every daemon) went one fsync at a time; a crash forgets at
+  // most the last fraction of a second of such hits (the contract allows a second). Inside a
   // transaction a hit commits with it, durably; lockout hits stay one durable statement each.
-  const softHits = db.inTransaction ? null : new HitBatcher((key, windowMs, now, hits) => countHits(key, windowMs, now, hits, true));
+  const countSoftHits = async (windowMs: number, batch: KeyHits[]) => {
+    const sorted = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const { rows } = await db.query(
+      `INSERT INTO limiter AS l (key, count, window_start, locked_until)
+       SELECT h.key, h.hits, h.now, 0
+       FROM unnest($2::text[], $3::bigint[], $4::int[]) WITH ORDINALITY AS h (key, now, hits, n)
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS soft
+       ORDER BY h.n
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN l.locked_until <= excluded.window_start AND (l.window_start + $1 <= excluded.window_start OR l.locked_until > 0) THEN excluded.count ELSE l.count + excluded.count END,
+         window_start = CASE WHEN l.locked_until <= excluded.window_start AND (l.window_start + $1 <= excluded.window_start OR l.locked_until > 0) THEN excluded.window_start ELSE l.window_start END,
+         locked_until = CASE WHEN l.locked_until <= excluded.window_start AND (l.window_start + $1 <= excluded.window_start OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
+       RETURNING *`,
+      [windowMs, sorted.map((h) => h.key), sorted.map((h) => h.now), sorted.map((h) => h.hits)],
+    );
+    return new Map(rows.map((row) => [String(row.key), toLimiter(row)]));
+  };
+  const softHits = db.inTransaction ? null : new HitBatcher(countSoftHits);
   const limiter: LimiterRepository = {
     async hit(key, windowMs, now, options) {
       if (softHits && options?.durable === false) return softHits.hit(key, windowMs, now);
-      return countHits(key, windowMs, now, 1, false);
+      return countHits(key, windowMs, now, 1);
     },
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);

@@ -1010,6 +1010,44 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         const told = logged.kind === 'log' ? logged.entry : (await other.deliveryLog.getMany([entry.id]))[0];
         expect(told).toMatchObject({ id: entry.id, endpoint_id: hook.id, delivery_id: entry.delivery_id });
       });
+
+      it('has told of every committed change of the cached collections once caughtUp() answers true', async () => {
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        const heard = new Set<string>();
+        // A synchronous feed tells during the write. Another handle of a shared database is told
+        // by caughtUp itself (id null), whatever notices (which name their row) are on their way.
+        const synchronous = other.changes.synchronous;
+        const unsubscribe = other.changes.subscribe((change) => {
+          if (change.kind === 'record' && (synchronous || change.id === null)) heard.add(change.collection);
+        });
+        /** Once `write` has resolved, the other handle is caught up and has heard of `collection`. */
+        const toldOf = async (collection: string, write: () => Promise<unknown>) => {
+          heard.clear();
+          await write();
+          expect(await other.changes.caughtUp()).toBe(true);
+          expect([...heard], collection).toContain(collection);
+        };
+        // Rounds back to back: a notice alone arrives a moment after the commit.
+        for (let round = 0; round < 20; round++) {
+          const { user, subscription } = await customerWithSubscription(`caught-${round}@example.test`, `caught-${round}.example.test`);
+          let siteId = 0;
+          await toldOf('sites', async () => {
+            siteId = (await store.sites.insert({ subscription_id: subscription.id, domain: `s.caught-${round}.example.test`, created_at: T0 })).id;
+          });
+          await toldOf('sites', () => store.sites.remove(siteId));
+          let keyId = 0;
+          await toldOf('api_keys', async () => {
+            keyId = (await store.apiKeys.insert({ user_id: user.id, name: 'k', key_hash: `${round}`.padStart(64, 'c'), key_prefix: 'ncp_0000000000000000', last_used_at: null, expires_at: null, created_at: T0 })).id;
+          });
+          await toldOf('api_keys', () => store.apiKeys.remove(keyId));
+          await toldOf('subscriptions', () => store.subscriptions.update(subscription.id, { status: 'suspended', updated_at: T0 }));
+          await toldOf('users', () => store.transaction((tx) => tx.users.update(user.id, { name: `renamed ${round}` })));
+          // Removing the user takes its subscriptions with it.
+          await toldOf('subscriptions', () => store.users.remove(user.id));
+        }
+        unsubscribe();
+      });
     });
   });
 }
