@@ -108,6 +108,8 @@ export interface WebhooksRepository {
    */
   subscribedTo(event: string, ownerId: number | null): Promise<WebhookRecord[]>;
   count(): Promise<number>;
+  /** How many endpoints are active and inactive (the metrics' endpoint gauge). */
+  countByState(): Promise<EndpointCounts>;
   insert(record: NewRecord<WebhookRecord>): Promise<WebhookRecord>;
   update(id: number, patch: Partial<NewRecord<WebhookRecord>>): Promise<WebhookRecord | undefined>;
   /** Removes the endpoint with its pending deliveries and its delivery log. */
@@ -273,7 +275,26 @@ export interface OutboxRepository {
    */
   nextDueAt(): Promise<number | null>;
   pendingCount(): Promise<number>;
+  /**
+   * The queue at a glance, in one read: pending deliveries (every daemon's, on a shared
+   * database) and when the oldest of them was published. Read at each metrics scrape and by
+   * the status command, so it must stay cheap however large the backlog.
+   */
+  stats(): Promise<OutboxStats>;
   get(id: string): Promise<DeliveryRecord | undefined>;
+}
+
+/** See OutboxRepository.stats. */
+export interface OutboxStats {
+  pending: number;
+  /** `created_at` of the oldest pending delivery (epoch ms); null when none is pending. */
+  oldest_pending_at: number | null;
+}
+
+/** See WebhooksRepository.countByState. */
+export interface EndpointCounts {
+  active: number;
+  inactive: number;
 }
 
 export interface DeliveryLogQuery {

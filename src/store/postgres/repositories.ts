@@ -419,6 +419,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks');
       return rows[0].n;
     },
+    async countByState() {
+      const { rows } = await db.query<{ active: number; inactive: number }>(
+        'SELECT count(*) FILTER (WHERE active)::int AS active, count(*) FILTER (WHERE NOT active)::int AS inactive FROM webhooks',
+      );
+      return rows[0];
+    },
     async insert(record) {
       const { text, values } = insertStatement('webhooks', record);
       const { rows } = await changing(db, 'webhooks', text, values);
@@ -722,6 +728,13 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     async pendingCount() {
       const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE state = 'pending'");
       return rows[0].n;
+    },
+    async stats() {
+      // Both from the pending rows' partial index (created_at is ISO 8601 text: its order is time's).
+      const { rows } = await db.query<{ n: number; oldest: string | null }>(
+        "SELECT count(*)::int AS n, min(created_at) AS oldest FROM deliveries WHERE state = 'pending'",
+      );
+      return { pending: rows[0].n, oldest_pending_at: rows[0].oldest === null ? null : Date.parse(rows[0].oldest) };
     },
     async get(id) {
       const { rows } = await db.query('SELECT * FROM deliveries WHERE id = $1', [id]);
