@@ -15,6 +15,10 @@ import { acquireLock } from './lock.js';
 import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
 import { readJwtSecret, readTlsPair } from './startup-checks.js';
+import type { MetricsListener } from './metrics/server.js';
+
+/** `--metrics-host`'s default: the metrics are for a scraper on this machine unless said otherwise. */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
 
 export interface ServeOptions {
   dataDir: string;
@@ -37,6 +41,10 @@ export interface ServeOptions {
   logMaxBytes?: number;
   logKeep?: number;
   pretty?: { colorize: boolean };
+  /** `--metrics-port`: serve Prometheus metrics on this port (0: any free one); absent, no metrics are kept. */
+  metricsPort?: number;
+  /** `--metrics-host` (default 127.0.0.1). */
+  metricsHost?: string;
 }
 
 
@@ -55,6 +63,8 @@ export interface DaemonState {
   log_file: string | null;
   /** `--allow-private-webhooks` (the admin setting webhook_allow_private_networks can allow them too). */
   allow_private_webhooks: boolean;
+  /** Where the Prometheus metrics are served (`http://host:port/metrics`), or null without --metrics-port. */
+  metrics_url?: string | null;
 }
 
 export interface RunningDaemon {
@@ -121,12 +131,20 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
     openLog = destination;
     const extraCa = process.env.NODE_EXTRA_CA_CERTS;
     const level = options.logLevel ?? 'info';
+    // Loaded only with --metrics-port: prom-client stays out of a daemon that keeps no metrics.
+    const metrics = options.metricsPort === undefined ? undefined : new (await import('./metrics/prometheus.js')).PrometheusMetrics();
+    if (metrics) {
+      const opened = store;
+      opened.observeCommits((seconds) => metrics.storeCommit(seconds));
+      metrics.readQueueFrom({ stats: () => opened.outbox.stats(), endpoints: () => opened.webhooks.countByState(), now: Date.now });
+    }
     const app = await buildApp(
       {
         store,
         paths,
         jwtSecret,
         allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
+        metrics,
         webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
       },
       {
@@ -160,6 +178,16 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       await app.close().catch(() => undefined);
       throw new Error(startupMessage(error, { host: options.host, port: options.port }));
     }
+    let metricsListener: MetricsListener | undefined;
+    if (metrics) {
+      const metricsHost = options.metricsHost ?? DEFAULT_METRICS_HOST;
+      try {
+        metricsListener = await (await import('./metrics/server.js')).serveMetrics(metrics, metricsHost, options.metricsPort!);
+      } catch (error) {
+        await app.close().catch(() => undefined);
+        throw new Error(startupMessage(error, { host: metricsHost, port: options.metricsPort! }).replace('--port N', '--metrics-port N').replace('check --host', 'check --metrics-host'));
+      }
+    }
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : options.port;
     const state: DaemonState = {
@@ -174,15 +202,17 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       store: store.info,
       log_file: options.logFile ?? null,
       allow_private_webhooks: options.allowPrivateWebhooks ?? false,
+      metrics_url: metricsListener?.url ?? null,
     };
     await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
-    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info }, 'panelctl daemon listening');
+    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info, metrics: state.metrics_url }, 'panelctl daemon listening');
 
     let closing: Promise<void> | null = null;
     const opened = store;
     const shutdown = (reason = 'shutdown') => {
       closing ??= (async () => {
         app.log.info({ reason }, 'panelctl daemon stopping');
+        await metricsListener?.close();
         await app.close();
         await opened.flush().catch((error: unknown) => app.log.error({ err: error }, 'store flush failed'));
         await opened.close();

@@ -373,6 +373,18 @@ export interface Store extends Repositories {
    */
   takeOnPublish(taker: PublishTaker | null): void;
   /**
+   * Tells `observer` how long each write took to become durable, in seconds (the metrics'
+   * commit histogram): the JSON store its journal writes, PostgreSQL its transactions and the
+   * outbox's batched writes. Null (the default) stops it; then nothing is timed.
+   */
+  observeCommits(observer: ((seconds: number) => void) | null): void;
+  /**
+   * Why the store cannot serve now, or null when it can (readiness): PostgreSQL reads through
+   * its pool (a connection and the schema); the JSON store answers whether its last journal
+   * write failed with none succeeding since (then it tries one, so it recovers without traffic).
+   */
+  ready(): Promise<string | null>;
+  /**
    * Runs `fn` in a transaction: everything it does through `tx` commits together, durably,
    * when it resolves, or not at all when it throws (the error is rethrown). Use only `tx`
    * inside: the store's own repositories run outside the transaction.

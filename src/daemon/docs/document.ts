@@ -53,7 +53,7 @@ export const STATUS_MEANING: Record<number, string> = {
   429: 'Too many requests or login attempts; wait `Retry-After` seconds',
   431: 'Request line and headers larger than 16 KiB',
   500: 'Internal server error',
-  503: 'Temporarily unavailable (storage failure, or the daemon is shutting down): try again after `Retry-After` seconds',
+  503: 'Temporarily unavailable (storage failure, the daemon is shutting down, or not ready: see `/health/ready`): try again after `Retry-After` seconds',
 };
 
 /** The `error` strings that can accompany a status, from the one error registry. */
@@ -83,6 +83,7 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   too_many_attempts: 'too many failed attempts from your address: try again in 14 minutes',
   'storage unavailable': 'the change could not be saved; nothing was changed. Try again later.',
   'internal error': 'internal server error',
+  'not ready': 'not ready: store: the database does not answer',
 };
 
 /** Named examples of the error envelope for a status, one per `error` string it can carry. */

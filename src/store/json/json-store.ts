@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdir, readdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Low, type Adapter } from 'lowdb';
 import type { DataLayout } from '../../shared/paths.js';
 import { SCHEMA_VERSION, migrate } from '../migrations.js';
@@ -156,6 +157,9 @@ export class JsonStore implements Store {
   readonly #usageFlushMs: number;
   readonly #readOnly: boolean;
   #publishTaker: PublishTaker | null = null;
+  #commitObserver: ((seconds: number) => void) | null = null;
+  /** Why the last journal write failed, until one succeeds again (see ready). */
+  #writeFailure: string | null = null;
   #journal: AppendLog;
   #gen: number;
   #seq: number;
@@ -303,6 +307,21 @@ export class JsonStore implements Store {
     this.#publishTaker = taker;
   }
 
+  observeCommits(observer: ((seconds: number) => void) | null): void {
+    this.#commitObserver = observer;
+  }
+
+  async ready(): Promise<string | null> {
+    if (this.#closed) return 'the store is closed';
+    if (this.#writeFailure === null) return null;
+    // An empty journal line, fsynced: whether the disk takes writes again (replay skips it).
+    await this.#append({ s: ++this.#seq, o: [] }, true).then(
+      () => (this.#writeFailure = null),
+      () => undefined,
+    );
+    return this.#writeFailure;
+  }
+
   async sharedSecret(): Promise<string | null> {
     return null;
   }
@@ -391,10 +410,14 @@ export class JsonStore implements Store {
     this.#flushSoft();
     writer.seq = ++this.#seq;
     this.#unsettled.push(writer);
+    const observer = this.#commitObserver;
+    const started = observer ? performance.now() : 0;
     const written = this.#append({ s: writer.seq, o: writer.ops }, writer.durable);
     unlock();
     try {
       await written;
+      observer?.((performance.now() - started) / 1000);
+      this.#writeFailure = null;
     } catch (error) {
       await this.#recovering;
       throw new StoreUnavailableError('the change could not be saved: storage is unavailable; nothing was changed', { cause: error });
@@ -412,8 +435,9 @@ export class JsonStore implements Store {
    * A journal write failed: every write not yet on disk is rolled back, newest first, once no
    * transaction body runs (a body running now fails at its commit and rolls itself back first).
    */
-  #onJournalError(): void {
+  #onJournalError(error?: unknown): void {
     this.#failing = true;
+    this.#writeFailure = `the last journal write failed (${(error as NodeJS.ErrnoException | undefined)?.code ?? (error as Error | undefined)?.message ?? 'unknown error'})`;
     this.#recovering ??= (async () => {
       const unlock = await this.#mutex.lock();
       try {
@@ -439,7 +463,7 @@ export class JsonStore implements Store {
       ops: this.#ops,
       failQueuedOnError: true,
       closeWhenIdle: true,
-      onError: () => this.#onJournalError(),
+      onError: (error) => this.#onJournalError(error),
     });
   }
 
