@@ -4,10 +4,10 @@
 // outbox), flush the store, release the lock, exit 0.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
-import { layout, type DataLayout } from '../shared/paths.js';
+import { layout } from '../shared/paths.js';
 import { VERSION } from '../shared/version.js';
 import { openStore } from '../store/factory.js';
-import type { Store, StoreInfo } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { newJwtSecret } from './init.js';
 import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
@@ -16,6 +16,10 @@ import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
 import { readJwtSecret, readTlsPair } from './startup-checks.js';
 import type { MetricsListener } from './metrics/server.js';
+import type { DaemonState } from './state-file.js';
+
+// daemon.json's reader lives apart so `daemon status` can read it without loading the daemon.
+export { readState, type DaemonState } from './state-file.js';
 
 /** `--metrics-host`'s default: the metrics are for a scraper on this machine unless said otherwise. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1';
@@ -48,25 +52,6 @@ export interface ServeOptions {
 }
 
 
-export interface DaemonState {
-  pid: number;
-  url: string;
-  host: string;
-  port: number;
-  tls: boolean;
-  started_at: string;
-  version: string;
-  data_dir: string;
-  /** The store it serves from (kind and location, without credentials). */
-  store: StoreInfo;
-  /** The log file the daemon writes (JSON lines, rotated), or null when it logs to stdout. */
-  log_file: string | null;
-  /** `--allow-private-webhooks` (the admin setting webhook_allow_private_networks can allow them too). */
-  allow_private_webhooks: boolean;
-  /** Where the Prometheus metrics are served (`http://host:port/metrics`), or null without --metrics-port. */
-  metrics_url?: string | null;
-}
-
 export interface RunningDaemon {
   app: FastifyInstance;
   store: Store;
@@ -91,14 +76,6 @@ export function startupMessage(error: unknown, context: { host: string; port: nu
   }
   if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${context.host}: no such address on this machine; check --host`;
   return err.message;
-}
-
-export async function readState(paths: DataLayout): Promise<DaemonState | null> {
-  try {
-    return JSON.parse(await readFile(paths.stateFile, 'utf8')) as DaemonState;
-  } catch {
-    return null;
-  }
 }
 
 function isLoopback(host: string): boolean {

@@ -130,7 +130,7 @@ async function findAdmin(paths: DataLayout): Promise<{ id: number; generation: n
 
 /** With the daemon running: a short-lived admin JWT and the admin API. */
 async function online(ctx: Context, paths: DataLayout, email: string, password: string): Promise<Outcome> {
-  const { readState } = await import('../../../daemon/server.js');
+  const { readState } = await import('../../../daemon/state-file.js');
   const { TokenService } = await import('../../../daemon/auth/tokens.js');
   const state = await readState(paths);
   if (!state) throw new CliError(`a daemon holds ${paths.root} but has not written daemon.json yet; try again in a moment`);
