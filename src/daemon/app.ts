@@ -65,9 +65,9 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     childLoggerFactory,
-    // X-Request-Id: a client's valid one is kept, else one is made (plugins/request-id.ts).
+    // X-Request-Id: a client's valid one is kept, else one is made (plugins/request-id.ts); log
+    // lines carry it as req_id (the label is the log controller's, see RequestLines).
     genReqId: requestId,
-    requestIdLogLabel: 'req_id',
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
     // Errors raised before routing answer with the envelope too (plugins/protocol-errors.ts).
     clientErrorHandler,

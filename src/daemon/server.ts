@@ -112,7 +112,6 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
     const metrics = options.metricsPort === undefined ? undefined : new (await import('./metrics/prometheus.js')).PrometheusMetrics();
     if (metrics) {
       const opened = store;
-      opened.observeCommits((seconds) => metrics.storeCommit(seconds));
       metrics.readQueueFrom({ stats: () => opened.outbox.stats(), endpoints: () => opened.webhooks.countByState(), now: Date.now });
     }
     const app = await buildApp(

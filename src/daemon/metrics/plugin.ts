@@ -1,6 +1,6 @@
 // Hands the daemon's metrics (NO_METRICS unless --metrics-port) to plugins and routes as
 // `app.metrics`, and counts every answered request by method, route template and status. The
-// request hook is added only when metrics are on.
+// request hook (and the store's commit timing) is added only when metrics are on.
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { NO_METRICS, type DaemonMetrics } from './metrics.js';
@@ -19,6 +19,9 @@ export default fp(
     const metrics = app.daemon.metrics ?? NO_METRICS;
     app.decorate('metrics', metrics);
     if (!metrics.enabled) return;
+    const { store } = app.daemon;
+    store.observeCommits((seconds) => metrics.storeCommit(seconds));
+    app.addHook('onClose', async () => store.observeCommits(null));
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.is404 ? UNMATCHED_ROUTE : (request.routeOptions.url ?? UNMATCHED_ROUTE);
       metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);

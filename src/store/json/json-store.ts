@@ -437,7 +437,9 @@ export class JsonStore implements Store {
    */
   #onJournalError(error?: unknown): void {
     this.#failing = true;
-    this.#writeFailure = `the last journal write failed (${(error as NodeJS.ErrnoException | undefined)?.code ?? (error as Error | undefined)?.message ?? 'unknown error'})`;
+    // The error code only: readiness answers anyone, and the message names files.
+    const code = (error as { cause?: { code?: string } } | undefined)?.cause?.code ?? (error as { code?: string } | undefined)?.code;
+    this.#writeFailure = `the last journal write failed${code ? ` (${code})` : ''}`;
     this.#recovering ??= (async () => {
       const unlock = await this.#mutex.lock();
       try {
