@@ -83,14 +83,19 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   too_many_attempts: 'too many failed attempts from your address: try again in 14 minutes',
   'storage unavailable': 'the change could not be saved; nothing was changed. Try again later.',
   'internal error': 'internal server error',
-  'not ready': 'not ready: store: the database does not answer',
+  'not ready': 'not ready: store: the database does not answer (the PostgreSQL store is unavailable) (request id 3f1c…)',
 };
 
 /** Named examples of the error envelope for a status, one per `error` string it can carry. */
 export function errorExamples(status: number): Record<string, { summary: string; value: object }> {
   const examples: Record<string, { summary: string; value: object }> = {};
   for (const error of errorsForStatus(status)) {
-    const data = error === 'too_many_attempts' ? { remaining_seconds: 840 } : null;
+    const data =
+      error === 'too_many_attempts'
+        ? { remaining_seconds: 840 }
+        : error === 'not ready'
+          ? { status: 'not ready', checks: { store: 'the database does not answer (the PostgreSQL store is unavailable)', dispatcher: 'ok' } }
+          : null;
     examples[error.replace(/[^A-Za-z0-9]+/g, '_')] = {
       summary: error,
       value: { data, error, message: EXAMPLE_MESSAGES[error] ?? error },

@@ -5,7 +5,7 @@
 // restart would not help) but not ready (a load balancer should send its traffic elsewhere).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { EnvelopeOf, ok } from '../../../shared/envelope.js';
+import { EnvelopeOf, errorResponses, ok } from '../../../shared/envelope.js';
 import { ApiError } from '../../../shared/errors.js';
 
 /** The claim loop turns at least once a second while healthy; silence this long means it is stuck. */
@@ -16,14 +16,6 @@ export const STORE_CHECK_TIMEOUT_MS = 2_000;
 const Check = Type.String({ description: '`ok`, or why this part is not ready' });
 const Checks = Type.Object({ store: Check, dispatcher: Check });
 const Ready = Type.Object({ status: Type.Literal('ready'), checks: Checks });
-const NotReady = Type.Object(
-  {
-    data: Type.Object({ status: Type.Literal('not ready'), checks: Checks }),
-    error: Type.Literal('not ready'),
-    message: Type.String(),
-  },
-  { description: 'A check failed: `data.checks` names it and why' },
-);
 
 async function storeCheck(app: FastifyInstance): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
@@ -54,7 +46,12 @@ export default async function readyRoute(app: FastifyInstance) {
       schema: {
         tags: ['health'],
         summary: 'Readiness: the store answers and the webhook dispatcher runs (503 `not ready` naming the failing check otherwise)',
-        response: { 200: EnvelopeOf(Ready), 503: NotReady },
+        description:
+          'No authentication. 200 when the store answers (on PostgreSQL a read through the connection pool; the JSON store not stuck ' +
+          'after a failed journal write) and the webhook dispatcher\'s loop turned in the last 15 s. Otherwise 503 with `error` ' +
+          '`not ready` and `data` `{ status: "not ready", checks: { store, dispatcher } }`, each check `ok` or why not. ' +
+          '`GET /health` stays liveness: a daemon whose database is down is alive but not ready.',
+        response: { 200: EnvelopeOf(Ready), ...errorResponses(503) },
       },
     },
     async () => {
