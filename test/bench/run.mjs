@@ -338,6 +338,76 @@ async function benchScale(endpoints, keys) {
   }
 }
 
+// 5. Metrics: the cost of --metrics-port. Two daemons side by side, one with metrics (scraped
+// every second, as Prometheus would) and one without, on equal stores; API rounds (GET /sites
+// with API keys) and dispatch rounds alternate between them. Ratio: on / off (goal ≥ 0.95).
+async function benchMetrics() {
+  const onDir = await makeDataDir();
+  const offDir = await makeDataDir();
+  const tls = await tlsOf(onDir);
+  const receiver = await startReceiver(tls);
+  const env = { NODE_EXTRA_CA_CERTS: join(onDir, 'tls/cert.pem') };
+  const on = await startDaemon(onDir, { env, args: ['--metrics-port', '0'] });
+  const off = await startDaemon(offDir, { env });
+  const metricsUrl = JSON.parse(await readFile(join(onDir, 'daemon.json'), 'utf8')).metrics_url;
+  let scraping = true;
+  const scraper = (async () => {
+    while (scraping) {
+      const res = await request(metricsUrl);
+      await res.body.text();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  try {
+    const sides = [];
+    for (const [daemon, dir] of [[on, onDir], [off, offDir]]) {
+      const ca = (await tlsOf(dir)).cert;
+      const admin = await login(daemon.url, ca);
+      await admin.call('PUT', '/admin/settings', BENCH_SETTINGS);
+      await seedSites(admin);
+      await createEndpoints(admin, receiver.url, ENDPOINTS);
+      sides.push({ daemon, ca, keys: await adminKeys(admin, API_USERS), publisher: await makePublisher(admin) });
+    }
+    const [withMetrics, without] = sides;
+    log('metrics: API on vs off, alternating…');
+    const api = await alternate(
+      { url: `${on.url}/api/v1/sites`, ca: withMetrics.ca, headers: {}, keys: withMetrics.keys },
+      { url: `${off.url}/api/v1/sites`, ca: without.ca, headers: {}, keys: without.keys },
+      QUICK ? 3 : 6,
+    );
+    // Warm both dispatchers, then alternate; which side goes first swaps every round.
+    await dispatchRun(withMetrics.publisher, receiver);
+    await dispatchRun(without.publisher, receiver);
+    const dispatchOn = [];
+    const dispatchOff = [];
+    for (let round = 0; round < (QUICK ? 3 : 6); round++) {
+      const order = round % 2 === 0 ? [[withMetrics, dispatchOn], [without, dispatchOff]] : [[without, dispatchOff], [withMetrics, dispatchOn]];
+      for (const [side, into] of order) into.push(await dispatchRun(side.publisher, receiver));
+      log(`  dispatch round ${round + 1}: ${Math.round(dispatchOn[round].rate)} vs ${Math.round(dispatchOff[round].rate)} deliveries/s`);
+    }
+    const dispatchRatios = dispatchOn.map((r, i) => r.rate / dispatchOff[i].rate);
+    results.metrics = {
+      api: summarise(api.panel, api.baseline),
+      dispatch: {
+        on: median(dispatchOn.map((r) => r.rate)),
+        off: median(dispatchOff.map((r) => r.rate)),
+        ratio: median(dispatchRatios),
+        ratioMin: Math.min(...dispatchRatios),
+        ratioMax: Math.max(...dispatchRatios),
+        rounds: dispatchRatios.length,
+      },
+    };
+  } finally {
+    scraping = false;
+    await scraper.catch(() => undefined);
+    await stopDaemon(on);
+    await stopDaemon(off);
+    await receiver.close();
+    await rm(onDir, { recursive: true, force: true });
+    await rm(offDir, { recursive: true, force: true });
+  }
+}
+
 // 4. CLI: wall time of `panelctl keys list --json` vs `node -e 0`.
 async function benchCli() {
   const dataDir = await makeDataDir();
@@ -349,10 +419,10 @@ async function benchCli() {
     const { token } = await client(daemon.url, tls.cert).call('POST', '/auth/login', { email: 'admin@localhost', password: ADMIN_PASSWORD });
     await admin.call('POST', '/auth/api-keys', { name: 'cli-bench' });
     const env = { ...process.env, PANELCTL_URL: daemon.url, PANELCTL_TOKEN: token, PANELCTL_CA: join(dataDir, 'tls/cert.pem'), PANELCTL_CONFIG_DIR: join(dataDir, 'cfg') };
-    const time = (args) => {
+    const time = (args, exitCode = 0) => {
       const start = performance.now();
       const r = spawnSync(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+      if (r.status !== exitCode) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
       return performance.now() - start;
     };
     const runs = QUICK ? 5 : 21;
@@ -366,7 +436,14 @@ async function benchCli() {
     }
     const cli = median(cliTimes);
     const node = median(nodeTimes);
-    results.cli = { cli, node, ratio: cli / node, runs };
+    // `daemon status` against the running daemon (its two requests included), and where none runs (exit 1).
+    const statusRunning = [];
+    const statusStopped = [];
+    for (let i = 0; i < runs; i++) {
+      statusRunning.push(time([BIN, 'daemon', 'status', '--data-dir', dataDir, '--json']));
+      statusStopped.push(time([BIN, 'daemon', 'status', '--data-dir', join(dataDir, 'no-daemon-here')], 1));
+    }
+    results.cli = { cli, node, ratio: cli / node, runs, statusRunning: median(statusRunning), statusStopped: median(statusStopped) };
   } finally {
     await stopDaemon(daemon);
     await rm(dataDir, { recursive: true, force: true });
@@ -378,7 +455,7 @@ function fmt(n, digits = 0) {
 }
 
 async function report() {
-  const { api, apiLog, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog } = results;
+  const { api, apiLog, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog, metrics } = results;
   const byStore = (store, sites) => (store === 'json' ? writes : postgres.writes).find((w) => w.sites === sites);
   const jsonAt = (sites) => byStore('json', sites);
   const pgFlat = postgres.writesFlat;
@@ -389,7 +466,10 @@ async function report() {
     ['Scale: same dispatch, 1,000 full-log endpoints + 10,000 keys vs empty store (deliveries/s, median of alternating rounds)', `${fmt(scaleLarge.dispatch.rate)} vs ${fmt(scaleLarge.emptyRate)}`, `${fmt(scaleLarge.ratio, 2)} (${fmt(scaleLarge.ratioMin, 2)}–${fmt(scaleLarge.ratioMax, 2)})`, '≥ 0.80', scaleLarge.ratio >= 0.8],
     ['Scale: daemon peak RSS (MB)', fmt(scaleLarge.rss), '', '< 400', scaleLarge.rss < 400],
     ['Scale: API p99 latency, 50 connections (ms)', fmt(scaleLarge.api.p99, 1), '', '< 25', scaleLarge.api.p99 < 25],
+    ['Metrics on (`--metrics-port`, scraped every second) vs off: GET /sites with API keys (req/s, median of alternating rounds)', `${fmt(metrics.api.panel.rps)} vs ${fmt(metrics.api.baseline.rps)}`, `${fmt(metrics.api.ratio, 2)} (${fmt(metrics.api.ratioMin, 2)}–${fmt(metrics.api.ratioMax, 2)})`, '≥ 0.95', metrics.api.ratio >= 0.95],
+    ['Metrics on vs off: dispatch, 10 endpoints × 1,000 events (deliveries/s, median of alternating rounds)', `${fmt(metrics.dispatch.on)} vs ${fmt(metrics.dispatch.off)}`, `${fmt(metrics.dispatch.ratio, 2)} (${fmt(metrics.dispatch.ratioMin, 2)}–${fmt(metrics.dispatch.ratioMax, 2)})`, '≥ 0.95', metrics.dispatch.ratio >= 0.95],
     ['CLI: `keys list --json` vs `node -e 0` (median ms)', `${fmt(cli.cli)} vs ${fmt(cli.node)}`, fmt(cli.ratio, 2), '≤ 2.5×', cli.ratio <= 2.5],
+    ['CLI: `daemon status --json`, daemon running / not running (median ms)', `${fmt(cli.statusRunning)} / ${fmt(cli.statusStopped)}`, '', '< 500', Math.max(cli.statusRunning, cli.statusStopped) < 500],
     [`Writes: POST /sites, ${WRITE_CLIENTS} clients, JSON store at 1,000 sites (durable writes/s)`, fmt(jsonAt(1_000).writes), '', '≥ 1,000', jsonAt(1_000).writes >= 1000],
     [`Writes: POST /sites, ${WRITE_CLIENTS} clients, JSON store at 10,000 sites (durable writes/s)`, fmt(jsonAt(10_000).writes), '', '≥ 500', jsonAt(10_000).writes >= 500],
     ['PostgreSQL: one daemon dispatching vs one on the JSON store (Unix socket, deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.one)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.oneVsJson, 2)} (${postgres.dispatch.oneVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.70', postgres.dispatch.oneVsJson >= 0.7],
@@ -530,6 +610,7 @@ await stage('dispatch', benchDispatch);
 await stage('scaleSmall', async () => (results.scaleSmall = await benchScale(100, 1000)));
 await stage('scaleLarge', async () => (results.scaleLarge = await benchScale(1000, 10_000)));
 await stage('cli', benchCli);
+await stage('metrics', benchMetrics);
 await stage('writes', async () => (results.writes = await benchWritesJson({ sizes: QUICK ? [1_000, 10_000] : [1_000, 10_000, 50_000], seconds: QUICK ? 4 : 10, log, settings: BENCH_SETTINGS })));
 await stage('postgres', async () =>
   (results.postgres = await withCluster(async (adminUrl) => ({
