@@ -14,23 +14,12 @@ import { reasonClass } from '../../src/daemon/metrics/metrics.js';
 import { PrometheusMetrics } from '../../src/daemon/metrics/prometheus.js';
 import { requestId } from '../../src/daemon/plugins/request-id.js';
 import { layout } from '../../src/shared/paths.js';
+import { sample } from '../helpers/prometheus.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
 import { realFileOps } from '../../src/store/json/file-ops.js';
 
 const NOW = () => new Date().toISOString();
 const USER = { name: 'x', password_hash: 'x', totp_secret: null, totp_pending_secret: null, two_factor_enabled: false, totp_last_step: null };
-
-/** The value of one sample of the exposition, or undefined when absent. */
-export function sample(exposition: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of exposition.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries([...(match[3] ?? '').matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[4]);
-  }
-  return undefined;
-}
 
 describe('request ids, readiness and request metrics (in-process)', () => {
   let dir: string;

@@ -47,6 +47,9 @@ export interface Cluster {
   /** Superuser URL of the `postgres` database. */
   adminUrl: string;
   stop(): Promise<void>;
+  /** Stops the server and keeps its data (a database outage); `resume` starts it again on the same port. */
+  halt(): Promise<void>;
+  resume(): Promise<void>;
 }
 
 /** Starts a cluster in a temp dir. As root, initdb and postgres run as the `postgres` user. */
@@ -78,10 +81,17 @@ export async function startCluster(bin: string, options: { durable?: boolean } =
       // BENCH_PG_OPTIONS: further server options when measuring (e.g. '-c shared_preload_libraries=pg_stat_statements').
       ...(process.env.BENCH_PG_OPTIONS ? [process.env.BENCH_PG_OPTIONS] : []),
     ].join(' ');
-    await exec('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(dir, 'postgres.log'), '-o', serverOptions]);
+    const start = () => exec('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(dir, 'postgres.log'), '-o', serverOptions]);
+    await start();
     let stopped = false;
     return {
       adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      async halt() {
+        await exec('pg_ctl', ['stop', '-m', 'fast', '-w', '-D', data]);
+      },
+      async resume() {
+        await start();
+      },
       async stop() {
         if (stopped) return;
         stopped = true;

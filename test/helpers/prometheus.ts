@@ -129,3 +129,15 @@ export async function metricsUrlOf(dataDir: string): Promise<string | null> {
   const state = JSON.parse(await readFile(join(dataDir, 'daemon.json'), 'utf8')) as { metrics_url?: string | null };
   return state.metrics_url ?? null;
 }
+
+/** The value of one sample of the exposition, or undefined when absent. */
+export function sample(exposition: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of exposition.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const found = Object.fromEntries([...(match[3] ?? '').matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[4]);
+  }
+  return undefined;
+}
