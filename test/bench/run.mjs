@@ -51,7 +51,7 @@ async function cannon(url, ca, headers, duration = DURATION, warm = true, keys =
   const run = (seconds) => autocannon({ url, connections: 50, duration: seconds, headers, tlsOptions: { ca }, setupClient });
   if (warm) await run(2);
   const result = await run(duration);
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`autocannon saw ${result.non2xx} non-2xx and ${result.errors} errors on ${url}`);
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`autocannon saw ${result.non2xx} non-2xx (${JSON.stringify(result.statusCodeStats)}) and ${result.errors} errors on ${url}`);
   return { rps: result.requests.average, p99: result.latency.p99, p50: result.latency.p50 };
 }
 

@@ -157,5 +157,12 @@ describe.skipIf(missing !== null)('metrics scraped by a real Prometheus', { time
     expect(text.stdout).toMatch(/oldest pending\s+none pending/);
     expect(text.stdout).toMatch(/last minute\s+\d+ attempts, \d+ failed \(this daemon\)/);
     expect(text.stdout).toContain(`metrics             ${metricsUrl}`);
+    // --wait-ready (the systemd unit's ExecStartPost): at once when ready; exit 1 naming why when no daemon comes.
+    const waited = await runCli(['daemon', 'status', '--data-dir', world.daemon.dataDir, '--wait-ready', '30'], { env });
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(waited.stdout).toMatch(/readiness\s+ready/);
+    const nobody = await runCli(['daemon', 'status', '--data-dir', `${world.daemon.dataDir}/none`, '--wait-ready', '1'], { env });
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toContain('the daemon did not become ready within 1 s: the daemon is not running');
   });
 });

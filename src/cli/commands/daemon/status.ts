@@ -12,7 +12,7 @@ import { layout } from '../../../shared/paths.js';
 import { EXIT } from '../../../shared/errors.js';
 import { ApiClient, ApiRequestError } from '../../api-client.js';
 import { sameUrl, type Context } from '../../context.js';
-import { CliError } from '../../errors.js';
+import { CliError, UsageError } from '../../errors.js';
 import type { DaemonState } from '../../../daemon/state-file.js';
 
 export function formatUptime(seconds: number): string {
@@ -62,17 +62,52 @@ interface HealthAnswer {
 /** Each request of the status command gives up after this long (the daemon answers both in milliseconds). */
 export const STATUS_TIMEOUT_MS = 2000;
 
+export interface DaemonStatusOptions {
+  /** `--wait-ready SECONDS`: first wait (at most that long) for the daemon to run and answer ready. */
+  waitReady?: string;
+}
+
 export function daemonStatusCommand(ctx: Context): Command {
   return new Command('status')
     .description('show whether the daemon runs: URL, pid, uptime, version, store, log file, readiness, queue depth and age, attempts and failures in the last minute')
-    .action(async () => daemonStatusRun(ctx));
+    .option('--wait-ready <seconds>', 'first wait up to SECONDS for the daemon to run and answer ready (GET /health/ready); exit 1 if it does not (the systemd unit uses it)')
+    .action(async (options: DaemonStatusOptions) => daemonStatusRun(ctx, options));
+}
+
+/** How often --wait-ready looks again. */
+const WAIT_READY_POLL_MS = 200;
+
+/** Waits until the data directory's daemon runs and answers ready; throws (exit 1) with the last finding after `seconds`. */
+async function waitReady(ctx: Context, seconds: number): Promise<void> {
+  const { readPid, isDaemon } = await import('../../../daemon/lock.js');
+  const { readState } = await import('../../../daemon/state-file.js');
+  const paths = layout(ctx.dataDir());
+  const deadline = Date.now() + seconds * 1000;
+  let last = 'the daemon is not running';
+  for (;;) {
+    const pid = await readPid(paths.pidFile);
+    const state = await readState(paths);
+    if (pid && isDaemon(pid) && state && state.pid === pid) {
+      const readiness = await askReady(state, paths.cert);
+      if (readiness?.ready) return;
+      last = readiness ? formatReadiness(readiness) : 'GET /health/ready does not answer';
+    } else last = 'the daemon is not running';
+    if (Date.now() >= deadline) throw new CliError(`the daemon did not become ready within ${seconds} s: ${last}`, EXIT.ERROR);
+    await new Promise((resolve) => setTimeout(resolve, WAIT_READY_POLL_MS));
+  }
 }
 
 /** An explicit token, else the stored login's when it was made against this daemon's URL. */
 function tokenFor(ctx: Context, url: string): string | undefined {
   const explicit = ctx.globals.token ?? ctx.env.PANELCTL_TOKEN;
   if (explicit) return explicit;
-  const stored = ctx.storedLogin();
+  // An unreadable config file only costs the admin detail (status also runs in the systemd unit).
+  let stored;
+  try {
+    stored = ctx.storedLogin();
+  } catch {
+    return undefined;
+  }
   return stored && sameUrl(stored.url, url) ? stored.token : undefined;
 }
 
@@ -102,7 +137,12 @@ async function askReady(state: DaemonState, caFile: string): Promise<DaemonStatu
   }
 }
 
-export async function daemonStatusRun(ctx: Context): Promise<void> {
+export async function daemonStatusRun(ctx: Context, options: DaemonStatusOptions = {}): Promise<void> {
+  if (options.waitReady !== undefined) {
+    const seconds = Number(options.waitReady);
+    if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 3600) throw new UsageError(`--wait-ready must be a number of seconds from 1 to 3600, got "${options.waitReady}"`);
+    await waitReady(ctx, seconds);
+  }
   const { readPid, isDaemon } = await import('../../../daemon/lock.js');
   const { readState } = await import('../../../daemon/state-file.js');
   const paths = layout(ctx.dataDir());
