@@ -14,6 +14,7 @@ import { reasonClass } from '../../src/daemon/metrics/metrics.js';
 import { PrometheusMetrics } from '../../src/daemon/metrics/prometheus.js';
 import { requestId } from '../../src/daemon/plugins/request-id.js';
 import { layout } from '../../src/shared/paths.js';
+import { runCli } from '../helpers/cli.js';
 import { sample } from '../helpers/prometheus.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
 import { realFileOps } from '../../src/store/json/file-ops.js';
@@ -201,6 +202,25 @@ describe('JSON store readiness', () => {
       expect(await store.ready()).toBeNull();
     } finally {
       await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('daemon start --metrics-port', () => {
+  it('refuses a port that is not one, and --metrics-host without --metrics-port, as usage errors', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'panelctl-obs-flags-'));
+    try {
+      const bad = await runCli(['daemon', 'start', '--data-dir', dir, '--metrics-port', 'x']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--metrics-port must be an integer from 0 to 65535, got "x"');
+      const env = await runCli(['daemon', 'start', '--data-dir', dir], { env: { PANELCTL_METRICS_PORT: '70000' } });
+      expect(env.code).toBe(2);
+      expect(env.stderr).toContain('--metrics-port must be an integer from 0 to 65535, got "70000"');
+      const host = await runCli(['daemon', 'start', '--data-dir', dir, '--metrics-host', '0.0.0.0']);
+      expect(host.code).toBe(2);
+      expect(host.stderr).toContain('--metrics-host needs --metrics-port');
+    } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
