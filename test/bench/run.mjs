@@ -348,10 +348,11 @@ async function benchMetrics() {
   const tls = await tlsOf(onDir);
   const receiver = await startReceiver(tls);
   const env = { NODE_EXTRA_CA_CERTS: join(onDir, 'tls/cert.pem') };
-  const on = await startDaemon(onDir, { env, args: ['--metrics-port', '0'] });
+  // BENCH_METRICS_AA=1: both sides without metrics (an A/A run: how far two such daemons differ here).
+  const on = await startDaemon(onDir, { env, args: process.env.BENCH_METRICS_AA ? [] : ['--metrics-port', '0'] });
   const off = await startDaemon(offDir, { env });
   const metricsUrl = JSON.parse(await readFile(join(onDir, 'daemon.json'), 'utf8')).metrics_url;
-  let scraping = true;
+  let scraping = Boolean(metricsUrl);
   const scraper = (async () => {
     while (scraping) {
       const res = await request(metricsUrl);

@@ -3,6 +3,7 @@
 // request hook (and the store's commit timing) is added only when metrics are on.
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import { routeOf } from '../plugins/auth.js';
 import { NO_METRICS, type DaemonMetrics } from './metrics.js';
 
 /** The route label of a request no route matched (404, 405): raw paths would be unbounded. */
@@ -23,7 +24,7 @@ export default fp(
     store.observeCommits((seconds) => metrics.storeCommit(seconds));
     app.addHook('onClose', async () => store.observeCommits(null));
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.is404 ? UNMATCHED_ROUTE : (request.routeOptions.url ?? UNMATCHED_ROUTE);
+      const route = request.is404 ? UNMATCHED_ROUTE : (routeOf(request).url ?? UNMATCHED_ROUTE);
       metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
