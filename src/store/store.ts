@@ -108,6 +108,8 @@ export interface WebhooksRepository {
    */
   subscribedTo(event: string, ownerId: number | null): Promise<WebhookRecord[]>;
   count(): Promise<number>;
+  /** How many endpoints are active and inactive (the metrics' endpoint gauge). */
+  countByState(): Promise<EndpointCounts>;
   insert(record: NewRecord<WebhookRecord>): Promise<WebhookRecord>;
   update(id: number, patch: Partial<NewRecord<WebhookRecord>>): Promise<WebhookRecord | undefined>;
   /** Removes the endpoint with its pending deliveries and its delivery log. */
@@ -277,7 +279,26 @@ export interface OutboxRepository {
    */
   nextDueAt(): Promise<number | null>;
   pendingCount(): Promise<number>;
+  /**
+   * The queue at a glance, in one read: pending deliveries (every daemon's, on a shared
+   * database) and when the oldest of them was published. Read at each metrics scrape and by
+   * the status command, so it must stay cheap however large the backlog.
+   */
+  stats(): Promise<OutboxStats>;
   get(id: string): Promise<DeliveryRecord | undefined>;
+}
+
+/** See OutboxRepository.stats. */
+export interface OutboxStats {
+  pending: number;
+  /** `created_at` of the oldest pending delivery (epoch ms); null when none is pending. */
+  oldest_pending_at: number | null;
+}
+
+/** See WebhooksRepository.countByState. */
+export interface EndpointCounts {
+  active: number;
+  inactive: number;
 }
 
 export interface DeliveryLogQuery {
@@ -367,6 +388,18 @@ export interface Store extends Repositories {
    * delivery, so older ones go first) are passed to `taker.take` once committed. Null stops it.
    */
   takeOnPublish(taker: PublishTaker | null): void;
+  /**
+   * Tells `observer` how long each write took to become durable, in seconds (the metrics'
+   * commit histogram): the JSON store its journal writes, PostgreSQL its transactions and the
+   * outbox's batched writes. Null (the default) stops it; then nothing is timed.
+   */
+  observeCommits(observer: ((seconds: number) => void) | null): void;
+  /**
+   * Why the store cannot serve now, or null when it can (readiness): PostgreSQL reads through
+   * its pool (a connection and the schema); the JSON store answers whether its last journal
+   * write failed with none succeeding since (then it tries one, so it recovers without traffic).
+   */
+  ready(): Promise<string | null>;
   /**
    * Runs `fn` in a transaction: everything it does through `tx` commits together, durably,
    * when it resolves, or not at all when it throws (the error is rethrown). Use only `tx`

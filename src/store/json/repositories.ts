@@ -260,6 +260,11 @@ export class JsonRepositories implements Repositories {
       listByUser: async (userId) => sorted(state.webhooks.byGroup('user', userId)),
       subscribedTo: async (event, ownerId) => subscribedTo(event, ownerId),
       count: async () => state.webhooks.size,
+      countByState: async () => {
+        let active = 0;
+        for (const webhook of state.webhooks.values()) if (webhook.active) active++;
+        return { active, inactive: state.webhooks.size - active };
+      },
       insert: (record) =>
         run((w) => {
           const hook = w.put('webhooks', { id: w.nextId('webhooks'), ...record } as WebhookRecord);
@@ -427,6 +432,7 @@ export class JsonRepositories implements Repositories {
       },
       nextDueAt: async () => state.lanes.nextDueAt(),
       pendingCount: async () => state.deliveries.size,
+      stats: async () => ({ pending: state.deliveries.size, oldest_pending_at: state.deliveries.oldestCreatedAt() }),
       get: async (id) => state.deliveries.get(id),
     };
   }

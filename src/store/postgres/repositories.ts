@@ -1,5 +1,6 @@
 // The repositories in SQL, bound to a Db: the pool (autocommit, several-row writes in a
 // transaction of their own) or the client of a `store.transaction`.
+import { performance } from 'node:perf_hooks';
 import { DEFAULT_SETTINGS, type Settings, type SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
@@ -88,6 +89,8 @@ export interface StoreContext {
   readonly pruned: Map<number, PrunedLog>;
   /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
   publishTaker: PublishTaker | null;
+  /** Told how long each timed write took to commit (see Store.observeCommits); null: none is timed. */
+  commitObserver: ((seconds: number) => void) | null;
   /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
   readonly vacuum: QueueVacuum;
 }
@@ -186,6 +189,15 @@ SELECT p.n, array_agg(p.id ORDER BY p.endpoint_id) AS ids, array_agg(p.endpoint_
 FROM planned p GROUP BY p.n`;
 
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
+/** Resolves as `write` does, telling the commit observer how long it took (when it succeeded). */
+export async function timedCommit<T>(ctx: StoreContext, write: Promise<T>): Promise<T> {
+  const observer = ctx.commitObserver;
+  const started = performance.now();
+  const result = await write;
+  observer?.((performance.now() - started) / 1000);
+  return result;
+}
+
 async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
   const result = await d.query(text, values);
   for (const row of result.rows) d.announce(JSON.stringify({ kind: 'record', collection, id: Number(row.id) }));
@@ -421,6 +433,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks');
       return rows[0].n;
     },
+    async countByState() {
+      const { rows } = await db.query<{ active: number; inactive: number }>(
+        'SELECT count(*) FILTER (WHERE active)::int AS active, count(*) FILTER (WHERE NOT active)::int AS inactive FROM webhooks',
+      );
+      return rows[0];
+    },
     async insert(record) {
       const { text, values } = insertStatement('webhooks', record);
       const { rows } = await changing(db, 'webhooks', text, values);
@@ -597,7 +615,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     const offer = taker?.offer() ?? null;
     const taken: DeliveryRecord[] = [];
     try {
-      const { rows } = await db.query<PublishRow>(PUBLISH_SQL, [
+      const statement = db.query<PublishRow>(PUBLISH_SQL, [
         batch.map((p) => p.event.id),
         batch.map((p) => p.event.event),
         batch.map((p) => p.event.owner_id),
@@ -617,6 +635,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         (offer?.ownerRoom ?? []).map(([owner]) => owner),
         (offer?.ownerRoom ?? []).map(([, room]) => room),
       ]);
+      // Outside a transaction the statement is its own commit: one of the outbox's hot writes.
+      const { rows } = await (ctx.commitObserver && !db.inTransaction ? timedCommit(ctx, statement) : statement);
       const queued: QueuedDelivery[][] = batch.map(() => []);
       let unleased = false;
       for (const row of rows) {
@@ -725,7 +745,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         } else ctx.unpruned.set(entry.endpoint_id, count);
       }
       const sql = prune.length > 0 ? RECORD_PRUNE_SQL : RECORD_SQL;
-      const { rows } = await work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
+      const statement = work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
+      const { rows } = await (ctx.commitObserver && !work.inTransaction ? timedCommit(ctx, statement) : statement);
       notePruned(ctx, rows[0]);
       announceRecorded(work, rows[0]);
       noteTurnover(ctx, rows[0]);
@@ -753,6 +774,13 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     async pendingCount() {
       const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE state = 'pending'");
       return rows[0].n;
+    },
+    async stats() {
+      // Both from the pending rows' partial index (created_at is ISO 8601 text: its order is time's).
+      const { rows } = await db.query<{ n: number; oldest: string | null }>(
+        "SELECT count(*)::int AS n, min(created_at) AS oldest FROM deliveries WHERE state = 'pending'",
+      );
+      return { pending: rows[0].n, oldest_pending_at: rows[0].oldest === null ? null : Date.parse(rows[0].oldest) };
     },
     async get(id) {
       const { rows } = await db.query('SELECT * FROM deliveries WHERE id = $1', [id]);

@@ -835,6 +835,30 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.outbox.pendingCount()).toBe(0);
       });
 
+      it('stats answers the pending count and the oldest pending delivery\'s publish time; countByState the endpoints', async () => {
+        expect(await store.outbox.stats()).toEqual({ pending: 0, oldest_pending_at: null });
+        const { user, hooks } = await endpoints(3, 'stats@example.test');
+        await store.webhooks.update(hooks[2].id, { active: false, updated_at: T0 });
+        expect(await store.webhooks.countByState()).toEqual({ active: 2, inactive: 1 });
+        const newer = delivery(hooks[0].id, user.id, 0, { created_at: '2026-01-01T00:00:05.000Z' });
+        const older = delivery(hooks[1].id, user.id, 0, { created_at: '2026-01-01T00:00:01.000Z' });
+        const newest = delivery(hooks[1].id, user.id, 0, { created_at: '2026-01-01T00:00:09.000Z' });
+        await store.outbox.enqueue(eventRecord(), [newer]);
+        await store.outbox.enqueue(eventRecord(), [older]);
+        await store.outbox.enqueue(eventRecord(), [newest]);
+        expect(await store.outbox.stats()).toEqual({ pending: 3, oldest_pending_at: Date.parse('2026-01-01T00:00:01.000Z') });
+        // A claimed (leased) delivery is still pending; a settled one is not.
+        await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 1, ids: [older.id] });
+        expect((await store.outbox.stats()).pending).toBe(3);
+        await store.outbox.settle('w', [{ id: older.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }]);
+        expect(await store.outbox.stats()).toEqual({ pending: 2, oldest_pending_at: Date.parse('2026-01-01T00:00:05.000Z') });
+        if (backend.openAnother) {
+          const other = await backend.openAnother();
+          opened.push(other);
+          expect(await other.outbox.stats()).toEqual(await store.outbox.stats());
+        }
+      });
+
       it('settle records a retry (claimable when due) and a final outcome (no longer pending)', async () => {
         const { user, hooks } = await endpoints(1);
         const d = delivery(hooks[0].id, user.id, 0);
