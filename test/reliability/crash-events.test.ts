@@ -4,7 +4,7 @@
 // last restart every site answered 201 is in the store and its event was delivered (0 lost),
 // and every delivered event names a site that is in the store with that domain (0 phantom).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { listAll, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const ROUNDS = Number(process.env.CRASH_EVENT_ROUNDS ?? 20);
@@ -49,9 +49,8 @@ function announced(): Announced[] {
 }
 
 async function sitesInStore(): Promise<Map<string, number>> {
-  const page = await daemon.request('GET', `/sites?subscription_id=${subscriptionId}`, { token });
-  expect(page.status, page.text).toBe(200);
-  return new Map((page.body.data as Array<{ id: number; domain: string }>).map((site) => [site.domain, site.id]));
+  const sites = await listAll<{ id: number; domain: string }>(daemon, `/sites?subscription_id=${subscriptionId}`, token);
+  return new Map(sites.map((site) => [site.domain, site.id]));
 }
 
 describe('crash loop with events', () => {

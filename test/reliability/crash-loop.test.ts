@@ -3,7 +3,7 @@
 // write is present and the store parses; at the end every accepted event's deliveries have
 // completed at least once, including retries that were pending at a kill.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { listAll, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 // `npm test` runs a short loop; `npm run soak` runs the full 20 rounds.
@@ -80,9 +80,7 @@ describe('crash loop', () => {
       stop = true;
       await Promise.all(workers);
 
-      const users = await daemon.request('GET', '/admin/users', { token });
-      expect(users.status).toBe(200);
-      const present = new Set((users.body.data as Array<{ email: string }>).map((u) => u.email));
+      const present = new Set((await listAll<{ email: string }>(daemon, '/admin/users', token)).map((u) => u.email));
       const missing = [...ackedUsers].filter((email) => !present.has(email));
       lostWrites += missing.length;
       expect(missing, `round ${round}: acknowledged users missing after SIGKILL`).toEqual([]);

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { initDataDir, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { initDataDir, listAll, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 function tryMount(dir: string): boolean {
@@ -62,9 +62,8 @@ describe.skipIf(!mounted)('disk trouble with webhooks', () => {
   const dataDir = join(mountPoint, 'data');
 
   async function allSites(): Promise<Map<string, number>> {
-    const page = await daemon.request('GET', `/sites?subscription_id=${subscriptionId}`, { token });
-    expect(page.status, page.text).toBe(200);
-    return new Map((page.body.data as Array<{ id: number; domain: string }>).map((site) => [site.domain, site.id]));
+    const sites = await listAll<{ id: number; domain: string }>(daemon, `/sites?subscription_id=${subscriptionId}`, token);
+    return new Map(sites.map((site) => [site.domain, site.id]));
   }
 
   beforeAll(async () => {

@@ -8,7 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { request, Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS } from '../../src/daemon/dispatcher/dispatcher.js';
-import { startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
+import { listAll, startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
@@ -152,9 +152,7 @@ describe('soak', () => {
     // Acknowledged writes survive a crash: SIGKILL, start again, read them back.
     daemon = await daemon.restart();
     token = await daemon.login();
-    const users = await daemon.request('GET', '/admin/users', { token });
-    expect(users.status).toBe(200);
-    const present = new Set((users.body.data as Array<{ email: string }>).map((u) => u.email));
+    const present = new Set((await listAll<{ email: string }>(daemon, '/admin/users', token)).map((u) => u.email));
     const lost = [...ackedUsers].filter((email) => !present.has(email));
 
     const statusLine = [...answers].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ');
