@@ -289,8 +289,34 @@ export interface DeliveryLogQuery {
   since?: number;
 }
 
+/** A failed attempt as an endpoint's health reads it. */
+export type HealthAttempt = Pick<DeliveryLogEntry, 'delivery_id' | 'attempt' | 'created_at'>;
+
+/**
+ * What an endpoint's health is read from: its log's last 100 attempts, summarised by the store
+ * as attempts are recorded, so a list of endpoints does not read their logs.
+ */
+export interface LogHealth {
+  /** Attempts in the log (at most 100). */
+  attempts: number;
+  successes: number;
+  /** The newest successful attempt's time. */
+  last_success_at: string | null;
+  /** The newest failed attempt, with what tells why it failed. */
+  last_failure: Pick<DeliveryLogEntry, 'success' | 'created_at' | 'reason' | 'status_code' | 'response'> | null;
+  /** The failed attempts newer than the newest successful one (all of them without one), newest first. */
+  failures: HealthAttempt[];
+}
+
 /** Delivery logs: the last 100 attempts of each endpoint, newest first. */
 export interface DeliveryLogRepository {
+  /**
+   * The health summary of each endpoint among `endpointIds` (by id; an endpoint without attempts
+   * has a summary with none). Null for an endpoint whose log does not fit the summary (a
+   * delivery's newest attempt that is not its last, or a success followed by another attempt of
+   * the same delivery): its health is then read from `list`.
+   */
+  health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>>;
   /** Assigns each entry its id: increasing integers, short enough to type. */
   append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;
