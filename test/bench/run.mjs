@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { request, Agent } from 'undici';
 import { benchBacklog } from './backlog.mjs';
+import { benchLogPostgres, benchWebhooksLarge } from './logs.mjs';
 import { benchDispatchPostgres, benchScaleOutPostgres, benchWritesPostgres, withCluster } from './postgres.mjs';
 import { WRITE_CLIENTS, benchWritesJson } from './writes.mjs';
 import { ADMIN_PASSWORD, BIN, ROOT, client, login, makeDataDir, median, peakRssMb, pool, sign, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
@@ -539,4 +540,11 @@ await stage('postgres', async () =>
   }))),
 );
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
+// Delivery logs on PostgreSQL and GET /webhooks?limit=100 with 10,000 endpoints (both stores).
+await stage('logs', async () =>
+  withCluster(async (adminUrl) => {
+    results.apiLogPostgres = await benchLogPostgres(adminUrl, { entries: LOG_ENTRIES, rounds: QUICK ? 3 : API_PAIRS * API_ROUNDS_PER_PAIR, settings: BENCH_SETTINGS, alternate, summarise, adminKeys, log });
+    results.webhooksLarge = await benchWebhooksLarge(adminUrl, { count: 10_000, settings: BENCH_SETTINGS, log });
+  }),
+);
 if (!only) await report();
