@@ -94,14 +94,20 @@ export interface SitesRepository {
   remove(id: number): Promise<SiteRecord | undefined>;
 }
 
+/** A stretch of a list in id order: the records past `after`, at most `limit` of them (default: all). */
+export interface IdRange {
+  after?: number;
+  limit?: number;
+}
+
 export interface WebhooksRepository {
   get(id: number): Promise<WebhookRecord | undefined>;
   /** The endpoints among `ids` that exist, by id (a dispatcher reads a claimed batch's in one go). */
   getMany(ids: number[]): Promise<WebhookRecord[]>;
-  /** Every endpoint, by id. */
-  list(): Promise<WebhookRecord[]>;
-  /** A user's endpoints, by id. */
-  listByUser(userId: number): Promise<WebhookRecord[]>;
+  /** Every endpoint (within `range`), by id. */
+  list(range?: IdRange): Promise<WebhookRecord[]>;
+  /** A user's endpoints (within `range`), by id: a page of a large tenant's list reads that page. */
+  listByUser(userId: number, range?: IdRange): Promise<WebhookRecord[]>;
   /**
    * The endpoints that receive `event` owned by `ownerId`: active, subscribed to it (by name or
    * `*`), and the owner's or an admin's. `ownerId` null: admins' endpoints only. By id.

@@ -398,12 +398,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       const { rows } = await work.query('SELECT * FROM webhooks WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
       return rows.map(toWebhook);
     },
-    async list() {
-      const { rows } = await db.query('SELECT * FROM webhooks ORDER BY id');
+    async list(range = {}) {
+      const { rows } = await db.query('SELECT * FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2', [range.after ?? 0, range.limit ?? null]);
       return rows.map(toWebhook);
     },
-    async listByUser(userId) {
-      const { rows } = await db.query('SELECT * FROM webhooks WHERE user_id = $1 ORDER BY id', [userId]);
+    async listByUser(userId, range = {}) {
+      const { rows } = await db.query('SELECT * FROM webhooks WHERE user_id = $1 AND id > $2 ORDER BY id LIMIT $3', [userId, range.after ?? 0, range.limit ?? null]);
       return rows.map(toWebhook);
     },
     async subscribedTo(event, ownerId) {

@@ -314,6 +314,22 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.webhooks.getMany([])).toEqual([]);
       });
 
+      it('list and listByUser read a stretch in id order: past `after`, at most `limit`', async () => {
+        const a = await store.users.insert(userRecord('range-a@example.test'));
+        const b = await store.users.insert(userRecord('range-b@example.test'));
+        const hooks = [];
+        for (let i = 0; i < 6; i++) hooks.push(await store.webhooks.insert({ user_id: i % 2 ? b.id : a.id, url: `https://h${i}.test/`, secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 }));
+        const ids = (records: Array<{ id: number }>) => records.map((r) => r.id);
+        const ofA = hooks.filter((h) => h.user_id === a.id).map((h) => h.id);
+        expect(ids(await store.webhooks.listByUser(a.id))).toEqual(ofA);
+        expect(ids(await store.webhooks.listByUser(a.id, { limit: 2 }))).toEqual(ofA.slice(0, 2));
+        expect(ids(await store.webhooks.listByUser(a.id, { after: ofA[0] }))).toEqual(ofA.slice(1));
+        expect(ids(await store.webhooks.listByUser(a.id, { after: ofA[0], limit: 1 }))).toEqual([ofA[1]]);
+        expect(ids(await store.webhooks.listByUser(a.id, { after: ofA[2] }))).toEqual([]);
+        const all = ids(await store.webhooks.list());
+        expect(ids(await store.webhooks.list({ after: hooks[1].id, limit: 3 }))).toEqual(all.slice(all.indexOf(hooks[1].id) + 1, all.indexOf(hooks[1].id) + 4));
+      });
+
       it('remove takes the endpoint\'s pending deliveries and log with it', async () => {
         const user = await store.users.insert(userRecord('wh@example.test'));
         const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
