@@ -766,11 +766,15 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         where.push(`created_at::timestamptz >= to_timestamp($${values.length}::double precision / 1000)`);
       }
       values.push(limit);
-      const { rows } = await db.query(
-        `SELECT * FROM delivery_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
+      // One JSON text for the whole log: the server sends one value instead of a row per entry,
+      // which costs it and the client markedly less for a page of 100 entries.
+      const { rows } = await db.query<{ log: string }>(
+        `SELECT coalesce(json_agg(x ORDER BY x.id DESC), '[]')::text AS log FROM (
+           SELECT * FROM delivery_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}
+         ) x`,
         values,
       );
-      return rows.map(toLogEntry);
+      return (JSON.parse(rows[0].log) as Row[]).map(toLogEntry);
     },
     async health(endpointIds) {
       const out = new Map<number, LogHealth | null>();
