@@ -12,6 +12,7 @@ import type { PublishInput } from '../../dispatcher/bus.js';
 import { DeliveryNotAttempted, RETRY_DELAY_MS } from '../../dispatcher/dispatcher.js';
 import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
+import { LogMemo } from './log-memo.js';
 import { parseTime } from './times.js';
 import { pageOf, sendLink } from '../pages.js';
 
@@ -25,6 +26,17 @@ function outcome(entry: DeliveryLogEntry): string {
 }
 
 export default async function deliveryRoutes(app: FastifyInstance) {
+  // Answers kept per endpoint until its log changes; only when the store announces every append
+  // before it resolves (with a shared database, another daemon's attempt would be missing a moment).
+  const logs = app.store.changes.synchronous ? new LogMemo() : null;
+  if (logs) {
+    const unsubscribe = app.store.changes.subscribe((change) => {
+      if (change.kind === 'log') logs.invalidate(change.entry.endpoint_id);
+      else if (change.kind === 'record' && change.collection === 'webhooks' && change.id !== null) logs.invalidate(change.id);
+    });
+    app.addHook('onClose', async () => unsubscribe());
+  }
+
   /**
    * Queues a manual delivery to one endpoint, has this daemon's dispatcher claim it at once
    * (past every other endpoint's queue), and waits for its first attempt's log entry, which
@@ -68,24 +80,33 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const { id } = request.params;
       assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { success, event, since } = request.query;
+      const { success, event, since, limit, after } = request.query;
       const sinceMs = since === undefined ? undefined : parseTime('since', since);
       const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));
-      let entries = await app.store.deliveryLog.list(id);
-      if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
-      if (events) entries = entries.filter((entry) => events.has(entry.event));
-      if (sinceMs !== undefined) entries = entries.filter((entry) => Date.parse(entry.created_at) >= sinceMs);
-      const { items, next } = pageOf(request, entries, request.query, 'desc');
-      sendLink(reply, next);
-      // Entries recorded without request_headers or reason (seeded, or older builds) get an empty
-      // set and a reason read from their status or response.
-      return ok(
-        items.map((entry) => ({
-          ...entry,
-          request_headers: entry.request_headers ?? {},
-          reason: entry.reason !== undefined ? entry.reason : entryReason(entry),
-        })),
-      );
+      const build = async () => {
+        let entries = await app.store.deliveryLog.list(id);
+        if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
+        if (events) entries = entries.filter((entry) => events.has(entry.event));
+        if (sinceMs !== undefined) entries = entries.filter((entry) => Date.parse(entry.created_at) >= sinceMs);
+        const { items, next } = pageOf(request, entries, request.query, 'desc');
+        // Entries recorded without request_headers or reason (seeded, or older builds) get an empty
+        // set and a reason read from their status or response.
+        const envelope = ok(
+          items.map((entry) => ({
+            ...entry,
+            request_headers: entry.request_headers ?? {},
+            reason: entry.reason !== undefined ? entry.reason : entryReason(entry),
+          })),
+        );
+        return { envelope, next };
+      };
+      if (!logs) {
+        const { envelope, next } = await build();
+        sendLink(reply, next);
+        return envelope;
+      }
+      // The view is the query as validated (the next page's URL is built from the request's own).
+      return logs.send(reply, id, JSON.stringify([success, event, since, limit, after, request.url.split('?')[1] ?? '']), build);
     },
   );
 
