@@ -506,8 +506,10 @@ ${growth}
 
 - **API keys**: 10,000 keys do not change the request path (hash index, O(1)).
 - **Endpoints and logs**: each endpoint's delivery log is its own JSON-lines file, appended per
-  attempt and read only when asked for, so recording an attempt costs the same with 10 or 1,000
-  endpoints, and full logs are not held in memory (peak RSS above). Matching an event to
+  attempt, so recording an attempt costs the same with 10 or 1,000 endpoints. The last 100
+  entries of recently read logs are kept parsed within a byte budget (16 MiB of entries) and
+  every endpoint read or written keeps a small health summary, so \`GET /webhooks\` reads no log
+  and full logs of every endpoint are not held in memory (peak RSS above). Matching an event to
   endpoints is a scan of the endpoint list in memory, O(endpoints) per event, not per attempt.
 
 ## Reproduce

@@ -32,6 +32,8 @@ const RECENT = 1000;
 export const LOG_CACHE_BYTES = 16 * 2 ** 20;
 /** Logs read at once when many endpoints' health is asked for that is not in memory yet. */
 const LOAD_CONCURRENCY = 8;
+/** Reads of a log that appends keep overtaking before one is answered without being kept. */
+const MAX_LOAD_TRIES = 3;
 
 /** An endpoint's newest entries (at most the retention), oldest first, with their serialized sizes. */
 interface CachedLog {
@@ -187,14 +189,21 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
 
   async health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>> {
     const missing = endpointIds.filter((id) => !this.#health.has(id));
+    const read = new Map<number, CachedLog>();
     let next = 0;
     const worker = async () => {
-      for (let i = next++; i < missing.length; i = next++) await this.#window(missing[i]);
+      for (let i = next++; i < missing.length; i = next++) read.set(missing[i], await this.#window(missing[i]));
     };
     await Promise.all(Array.from({ length: Math.min(LOAD_CONCURRENCY, missing.length) }, worker));
     const out = new Map<number, LogHealth | null>();
-    for (const id of endpointIds) out.set(id, (this.#health.get(id) ?? new HealthWindow(this.retention)).summary());
+    for (const id of endpointIds) out.set(id, (this.#health.get(id) ?? this.#summarise(read.get(id)?.entries ?? [])).summary());
     return out;
+  }
+
+  #summarise(entries: readonly DeliveryLogEntry[]): HealthWindow {
+    const health = new HealthWindow(this.retention);
+    for (const entry of entries) health.add(entry);
+    return health;
   }
 
   /** The endpoint's newest entries, oldest first: from memory, else read from its file (and kept). */
@@ -214,7 +223,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   }
 
   async #load(endpointId: number): Promise<CachedLog> {
-    for (;;) {
+    for (let tries = 1; ; tries++) {
       const version = this.#versions.get(endpointId) ?? 0;
       await this.#logs.get(endpointId)?.idle();
       const text = await this.#text(endpointId);
@@ -229,17 +238,17 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
           // A torn line from a crash mid-append: skip it, the outbox still has the delivery.
         }
       }
-      // An append started while the file was read may or may not be in the text: read it again.
-      if ((this.#versions.get(endpointId) ?? 0) !== version) continue;
       const from = Math.max(0, entries.length - this.retention);
       const log: CachedLog = { entries: entries.slice(from), sizes: sizes.slice(from), bytes: 0 };
       for (const size of log.sizes) log.bytes += size;
-      if (this.#removed.has(endpointId)) return log;
-      if (!this.#health.has(endpointId)) {
-        const health = new HealthWindow(this.retention);
-        for (const entry of log.entries) health.add(entry);
-        this.#health.set(endpointId, health);
+      // An append started while the file was read may or may not be in the text: read it again,
+      // or under a steady stream of appends answer what was read, as an uncached read would.
+      if ((this.#versions.get(endpointId) ?? 0) !== version) {
+        if (tries < MAX_LOAD_TRIES) continue;
+        return log;
       }
+      if (this.#removed.has(endpointId)) return log;
+      if (!this.#health.has(endpointId)) this.#health.set(endpointId, this.#summarise(log.entries));
       this.#cache.set(endpointId, log);
       this.#cachedBytes += log.bytes;
       this.#evict(endpointId);
