@@ -323,6 +323,11 @@ export interface DeliveryLogRepository {
    * the same delivery): its health is then read from `list`.
    */
   health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>>;
+  /**
+   * A value that changes whenever the endpoint's last 100 entries change, cheaper to read than
+   * they are: an answer built from `list` after reading it may be reused while it is unchanged.
+   */
+  revision(endpointId: number): Promise<string>;
   /** Assigns each entry its id: increasing integers, short enough to type. */
   append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;

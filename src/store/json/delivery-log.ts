@@ -187,6 +187,11 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return (await this.#window(endpointId)).entries.find((entry) => entry.id === entryId);
   }
 
+  /** Appends counted in this process (entries are never changed, and a removed log is gone). */
+  async revision(endpointId: number): Promise<string> {
+    return String(this.#versions.get(endpointId) ?? 0);
+  }
+
   async health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>> {
     const missing = endpointIds.filter((id) => !this.#health.has(id));
     const read = new Map<number, CachedLog>();
@@ -268,6 +273,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
 
   async removeEndpoint(endpointId: number): Promise<void> {
     this.#removed.add(endpointId);
+    this.#versions.set(endpointId, (this.#versions.get(endpointId) ?? 0) + 1);
     await this.#compacting.get(endpointId);
     await this.#logs.get(endpointId)?.close();
     this.#logs.delete(endpointId);

@@ -776,6 +776,16 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       );
       return (JSON.parse(rows[0].log) as Row[]).map(toLogEntry);
     },
+    async revision(endpointId) {
+      // The ids of the entries `list` would answer, through the log index: entries are never
+      // changed, so the same ids mean the same log (also when one committed out of id order).
+      const { rows } = await db.query<{ revision: string }>(
+        `SELECT count(*) || ':' || coalesce(md5(string_agg(x.id::text, ',' ORDER BY x.id)), '') AS revision
+         FROM (SELECT id FROM delivery_log WHERE endpoint_id = $1 ORDER BY id DESC LIMIT ${LOG_RETENTION}) x`,
+        [endpointId],
+      );
+      return rows[0].revision;
+    },
     async health(endpointIds) {
       const out = new Map<number, LogHealth | null>();
       if (endpointIds.length === 0) return out;

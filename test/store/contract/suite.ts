@@ -941,6 +941,26 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.deliveryLog.health([hook.id])).get(hook.id)).toBeNull();
       });
 
+      it('revision moves with every entry appended and stays while the log is unchanged', async () => {
+        const user = await store.users.insert(userRecord('rev@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const other = await store.webhooks.insert({ user_id: user.id, url: 'https://o.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const seen = new Set<string>();
+        const first = await store.deliveryLog.revision(hook.id);
+        seen.add(first);
+        expect(await store.deliveryLog.revision(hook.id)).toBe(first);
+        for (let i = 0; i < 120; i++) {
+          await (i % 2 ? store.outbox.record('w', [], [logEntry(hook.id)]) : store.deliveryLog.append([logEntry(hook.id)]));
+          const revision = await store.deliveryLog.revision(hook.id);
+          expect(seen.has(revision), `revision after append ${i + 1}`).toBe(false);
+          seen.add(revision);
+        }
+        const last = await store.deliveryLog.revision(hook.id);
+        await store.deliveryLog.append([logEntry(other.id)]);
+        await store.deliveryLog.list(hook.id);
+        expect(await store.deliveryLog.revision(hook.id)).toBe(last);
+      });
+
       it('getMany reads entries by id, oldest first', async () => {
         const user = await store.users.insert(userRecord('many@example.test'));
         const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });

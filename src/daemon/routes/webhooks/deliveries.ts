@@ -14,7 +14,7 @@ import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
 import { LogMemo } from './log-memo.js';
 import { parseTime } from './times.js';
-import { pageOf, sendLink } from '../pages.js';
+import { pageOf } from '../pages.js';
 
 const tags = ['webhooks'];
 export const DEFAULT_TEST_MESSAGE = 'This is a test webhook from panelctl';
@@ -26,16 +26,8 @@ function outcome(entry: DeliveryLogEntry): string {
 }
 
 export default async function deliveryRoutes(app: FastifyInstance) {
-  // Answers kept per endpoint until its log changes; only when the store announces every append
-  // before it resolves (with a shared database, another daemon's attempt would be missing a moment).
-  const logs = app.store.changes.synchronous ? new LogMemo() : null;
-  if (logs) {
-    const unsubscribe = app.store.changes.subscribe((change) => {
-      if (change.kind === 'log') logs.invalidate(change.entry.endpoint_id);
-      else if (change.kind === 'record' && change.collection === 'webhooks' && change.id !== null) logs.invalidate(change.id);
-    });
-    app.addHook('onClose', async () => unsubscribe());
-  }
+  // Answers kept per endpoint and query while the store's revision of the log is unchanged.
+  const logs = new LogMemo();
 
   /**
    * Queues a manual delivery to one endpoint, has this daemon's dispatcher claim it at once
@@ -80,7 +72,7 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const { id } = request.params;
       assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { success, event, since, limit, after } = request.query;
+      const { success, event, since } = request.query;
       const sinceMs = since === undefined ? undefined : parseTime('since', since);
       const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));
       const build = async () => {
@@ -100,13 +92,9 @@ export default async function deliveryRoutes(app: FastifyInstance) {
         );
         return { envelope, next };
       };
-      if (!logs) {
-        const { envelope, next } = await build();
-        sendLink(reply, next);
-        return envelope;
-      }
-      // The view is the query as validated (the next page's URL is built from the request's own).
-      return logs.send(reply, id, JSON.stringify([success, event, since, limit, after, request.url.split('?')[1] ?? '']), build);
+      // The view is the request's query string (the next page's URL is built from it too).
+      const revision = await app.store.deliveryLog.revision(id);
+      return logs.send(reply, id, request.url.split('?')[1] ?? '', revision, build);
     },
   );
 
