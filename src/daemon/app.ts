@@ -9,6 +9,8 @@ import dispatcherPlugin from './dispatcher/plugin.js';
 import authPlugin from './plugins/auth.js';
 import docsPlugin from './plugins/docs.js';
 import errorsPlugin from './plugins/errors.js';
+import requestIdPlugin, { requestId } from './plugins/request-id.js';
+import metricsPlugin from './metrics/plugin.js';
 import { clientErrorHandler, frameworkErrors } from './plugins/protocol-errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import lockoutPlugin from './plugins/lockout.js';
@@ -64,6 +66,9 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     childLoggerFactory,
+    // X-Request-Id: a client's valid one is kept, else one is made (plugins/request-id.ts); log
+    // lines carry it as req_id (the label is the log controller's, see RequestLines).
+    genReqId: requestId,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
     // Errors raised before routing answer with the envelope too (plugins/protocol-errors.ts).
     clientErrorHandler,
@@ -81,8 +86,12 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   });
   app.decorate('routeList', routes);
 
+  // Before the errors plugin: its refusals carry the request id too.
+  await app.register(requestIdPlugin);
   await app.register(errorsPlugin);
   app.decorate('daemon', options);
+  // Before the dispatcher and the request limits, which report to it.
+  await app.register(metricsPlugin);
   app.decorate('store', options.store);
   app.decorate('clock', options.clock ?? Date.now);
   app.decorate('tokens', new TokenService(options.jwtSecret, options.clock ?? Date.now));

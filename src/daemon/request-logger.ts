@@ -85,7 +85,8 @@ export class RequestLines extends LogController {
 
   /** `oneLine` (the foreground daemon on a terminal): one line per request, at its end, naming the request. */
   constructor(level: string, options: { oneLine?: boolean } = {}) {
-    super();
+    // Every line of a request names it as `req_id`, the X-Request-Id it was answered with (CONTRACT section 7).
+    super({ requestIdLogLabel: 'req_id' });
     this.#infoLines = ['info', 'debug', 'trace'].includes(level);
     this.#oneLine = options.oneLine ?? false;
   }

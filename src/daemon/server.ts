@@ -4,7 +4,7 @@
 // outbox), flush the store, release the lock, exit 0.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
-import { layout, type DataLayout } from '../shared/paths.js';
+import { layout } from '../shared/paths.js';
 import { VERSION } from '../shared/version.js';
 import { describeDatabaseUrl, openStore } from '../store/factory.js';
 import type { Store, StoreInfo } from '../store/store.js';
@@ -15,6 +15,14 @@ import { acquireLock } from './lock.js';
 import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
 import { readJwtSecret, readTlsPair, unusedJsonStoreWarning } from './startup-checks.js';
+import type { MetricsListener } from './metrics/server.js';
+import type { DaemonState } from './state-file.js';
+
+// daemon.json's reader lives apart so `daemon status` can read it without loading the daemon.
+export { readState, type DaemonState } from './state-file.js';
+
+/** `--metrics-host`'s default: the metrics are for a scraper on this machine unless said otherwise. */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
 
 export interface ServeOptions {
   dataDir: string;
@@ -37,25 +45,12 @@ export interface ServeOptions {
   logMaxBytes?: number;
   logKeep?: number;
   pretty?: { colorize: boolean };
+  /** `--metrics-port`: serve Prometheus metrics on this port (0: any free one); absent, no metrics are kept. */
+  metricsPort?: number;
+  /** `--metrics-host` (default 127.0.0.1). */
+  metricsHost?: string;
 }
 
-
-export interface DaemonState {
-  pid: number;
-  url: string;
-  host: string;
-  port: number;
-  tls: boolean;
-  started_at: string;
-  version: string;
-  data_dir: string;
-  /** The store it serves from (kind and location, without credentials). */
-  store: StoreInfo;
-  /** The log file the daemon writes (JSON lines, rotated), or null when it logs to stdout. */
-  log_file: string | null;
-  /** `--allow-private-webhooks` (the admin setting webhook_allow_private_networks can allow them too). */
-  allow_private_webhooks: boolean;
-}
 
 export interface RunningDaemon {
   app: FastifyInstance;
@@ -81,14 +76,6 @@ export function startupMessage(error: unknown, context: { host: string; port: nu
   }
   if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${context.host}: no such address on this machine; check --host`;
   return err.message;
-}
-
-export async function readState(paths: DataLayout): Promise<DaemonState | null> {
-  try {
-    return JSON.parse(await readFile(paths.stateFile, 'utf8')) as DaemonState;
-  } catch {
-    return null;
-  }
 }
 
 function isLoopback(host: string): boolean {
@@ -123,12 +110,19 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
     openLog = destination;
     const extraCa = process.env.NODE_EXTRA_CA_CERTS;
     const level = options.logLevel ?? 'info';
+    // Loaded only with --metrics-port: prom-client stays out of a daemon that keeps no metrics.
+    const metrics = options.metricsPort === undefined ? undefined : new (await import('./metrics/prometheus.js')).PrometheusMetrics();
+    if (metrics) {
+      const opened = store;
+      metrics.readQueueFrom({ stats: () => opened.outbox.stats(), endpoints: () => opened.webhooks.countByState(), now: Date.now });
+    }
     const app = await buildApp(
       {
         store,
         paths,
         jwtSecret,
         allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
+        metrics,
         webhookCa: extraCa ? [await readFile(extraCa, 'utf8').catch(() => '')].filter(Boolean) : undefined,
       },
       {
@@ -162,6 +156,16 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       await app.close().catch(() => undefined);
       throw new Error(startupMessage(error, { host: options.host, port: options.port }));
     }
+    let metricsListener: MetricsListener | undefined;
+    if (metrics) {
+      const metricsHost = options.metricsHost ?? DEFAULT_METRICS_HOST;
+      try {
+        metricsListener = await (await import('./metrics/server.js')).serveMetrics(metrics, metricsHost, options.metricsPort!);
+      } catch (error) {
+        await app.close().catch(() => undefined);
+        throw new Error(startupMessage(error, { host: metricsHost, port: options.metricsPort! }).replace('--port N', '--metrics-port N').replace('check --host', 'check --metrics-host'));
+      }
+    }
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : options.port;
     const state: DaemonState = {
@@ -176,15 +180,17 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       store: store.info,
       log_file: options.logFile ?? null,
       allow_private_webhooks: options.allowPrivateWebhooks ?? false,
+      metrics_url: metricsListener?.url ?? null,
     };
     await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
-    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info }, 'panelctl daemon listening');
+    app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info, metrics: state.metrics_url }, 'panelctl daemon listening');
 
     let closing: Promise<void> | null = null;
     const opened = store;
     const shutdown = (reason = 'shutdown') => {
       closing ??= (async () => {
         app.log.info({ reason }, 'panelctl daemon stopping');
+        await metricsListener?.close();
         await app.close();
         await opened.flush().catch((error: unknown) => app.log.error({ err: error }, 'store flush failed'));
         await opened.close();

@@ -5,6 +5,7 @@ import type { DataLayout } from '../shared/paths.js';
 import type { Store } from '../store/store.js';
 import type { Role, UserRecord } from '../store/types.js';
 import type { TokenService } from './auth/tokens.js';
+import type { DaemonMetrics } from './metrics/metrics.js';
 
 export type Clock = () => number;
 
@@ -20,6 +21,8 @@ export interface DaemonOptions {
   webhookCa?: string[];
   /** The URL the daemon serves, for links in mails and the docs. */
   baseUrl?: string;
+  /** `--metrics-port`: where the daemon's metrics go; absent, none are kept (NO_METRICS). */
+  metrics?: DaemonMetrics;
 }
 
 /** Who is calling: resolved once per request by the auth plugin. */

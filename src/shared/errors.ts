@@ -25,6 +25,7 @@ export const API_ERRORS = {
   INTERNAL: { status: 500, error: 'internal error' },
   STORAGE_UNAVAILABLE: { status: 503, error: 'storage unavailable' },
   SHUTTING_DOWN: { status: 503, error: 'shutting down' },
+  NOT_READY: { status: 503, error: 'not ready' },
 } as const;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

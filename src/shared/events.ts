@@ -91,8 +91,3 @@ export function normaliseEventList(input: string): { value: string } | { error: 
   }
   return { value: [...new Set(names)].join(',') };
 }
-
-/** Whether a stored subscription list (`*` or names) includes the event. */
-export function subscribes(events: string, event: string): boolean {
-  return events === '*' || events.split(',').includes(event);
-}

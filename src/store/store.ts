@@ -114,6 +114,8 @@ export interface WebhooksRepository {
    */
   subscribedTo(event: string, ownerId: number | null): Promise<WebhookRecord[]>;
   count(): Promise<number>;
+  /** How many endpoints are active and inactive (the metrics' endpoint gauge). */
+  countByState(): Promise<EndpointCounts>;
   insert(record: NewRecord<WebhookRecord>): Promise<WebhookRecord>;
   update(id: number, patch: Partial<NewRecord<WebhookRecord>>): Promise<WebhookRecord | undefined>;
   /** Removes the endpoint with its pending deliveries and its delivery log. */
@@ -283,7 +285,26 @@ export interface OutboxRepository {
    */
   nextDueAt(): Promise<number | null>;
   pendingCount(): Promise<number>;
+  /**
+   * The queue at a glance, in one read: pending deliveries (every daemon's, on a shared
+   * database) and when the oldest of them was published. Read at each metrics scrape and by
+   * the status command, so it must stay cheap however large the backlog.
+   */
+  stats(): Promise<OutboxStats>;
   get(id: string): Promise<DeliveryRecord | undefined>;
+}
+
+/** See OutboxRepository.stats. */
+export interface OutboxStats {
+  pending: number;
+  /** `created_at` of the oldest pending delivery (epoch ms); null when none is pending. */
+  oldest_pending_at: number | null;
+}
+
+/** See WebhooksRepository.countByState. */
+export interface EndpointCounts {
+  active: number;
+  inactive: number;
 }
 
 export interface DeliveryLogQuery {
@@ -355,11 +376,22 @@ export type Change =
 export interface ChangeFeed {
   /**
    * True when every change is published in this process before the write that made it
-   * resolves (the embedded store). Caches keyed on the feed are safe only then: with a shared
-   * database, other daemons' changes arrive a moment later.
+   * resolves (the embedded store). With a shared database, other daemons' changes arrive a
+   * moment later: a cache kept from the feed serves only after `caughtUp()`.
    */
   readonly synchronous: boolean;
   subscribe(listener: (change: Change) => void): () => void;
+  /**
+   * Whether every change of the cached collections (users, API keys, subscriptions, sites)
+   * committed before the call, by any daemon of the store, has been published to the listeners.
+   * `true` at once when synchronous. With a shared database the feed asks the database which of
+   * them changed since it last asked, publishes those (as `record` changes with `id` null) and
+   * answers true; several calls share one question, never one asked before they were made. False
+   * when it cannot ask (disconnected): a cache kept from the feed must then not be served.
+   * @example
+   * if ((await store.changes.caughtUp()) && memo.has(view)) return memo.get(view);
+   */
+  caughtUp(): true | Promise<boolean>;
 }
 
 /** The repositories, as used inside a transaction or on their own. */
@@ -393,6 +425,18 @@ export interface Store extends Repositories {
    * delivery, so older ones go first) are passed to `taker.take` once committed. Null stops it.
    */
   takeOnPublish(taker: PublishTaker | null): void;
+  /**
+   * Tells `observer` how long each write took to become durable, in seconds (the metrics'
+   * commit histogram): the JSON store its journal writes, PostgreSQL its transactions and the
+   * outbox's batched writes. Null (the default) stops it; then nothing is timed.
+   */
+  observeCommits(observer: ((seconds: number) => void) | null): void;
+  /**
+   * Why the store cannot serve now, or null when it can (readiness): PostgreSQL reads through
+   * its pool (a connection and the schema); the JSON store answers whether its last journal
+   * write failed with none succeeding since (then it tries one, so it recovers without traffic).
+   */
+  ready(): Promise<string | null>;
   /**
    * Runs `fn` in a transaction: everything it does through `tx` commits together, durably,
    * when it resolves, or not at all when it throws (the error is rethrown). Use only `tx`

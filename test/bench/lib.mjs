@@ -64,6 +64,14 @@ export async function peakRssMb(pid) {
   return match ? Number(match[1]) / 1024 : NaN;
 }
 
+/** CPU time (user + system) a process has used so far, in seconds (from /proc: 10 ms steps). */
+export async function cpuSeconds(pid) {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces, inside parentheses): utime is the 14th, stime the 15th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 export function client(url, ca, token) {
   const agent = new Agent({ connect: { ca }, connections: 64, pipelining: 1 });
   return {

@@ -12,7 +12,7 @@ import { ADMIN_PASSWORD, BIN, ROOT, login, makeDataDir, median, pool, startDaemo
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
 
 /** A data directory initialised on `url` (schema and first admin in the database). */
-async function makePgDataDir(url) {
+export async function makePgDataDir(url) {
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-bench-'));
   const result = spawnSync(process.execPath, [BIN, 'init', '--data-dir', dir, '--database-url', url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
   if (result.status !== 0) throw new Error(`init --database-url failed: ${result.stderr}`);

@@ -124,7 +124,8 @@ describe('durability and shutdown', () => {
       const sites = lines.filter((l) => l.msg === 'incoming request' && l.req?.url === '/api/v1/sites');
       expect(sites).toHaveLength(2);
       for (const incoming of sites) {
-        const completed = lines.find((l) => l.msg === 'request completed' && l.reqId === incoming.reqId);
+        expect(incoming.req_id).toMatch(/^[0-9a-f-]{36}$/);
+        const completed = lines.find((l) => l.msg === 'request completed' && l.req_id === incoming.req_id);
         expect(completed?.res?.statusCode).toBeDefined();
       }
       expect(lines.filter((l) => l.msg === 'request completed').map((l) => l.res.statusCode)).toEqual(expect.arrayContaining([200, 201, 401]));

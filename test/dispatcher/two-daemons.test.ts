@@ -11,8 +11,12 @@ import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from 
 const { url: adminUrl, reason } = pgAdminUrl();
 const ENDPOINTS = 10;
 const EVENTS = 1000;
-/** Short leases, so the test sees a dead daemon's claims come back (the default is 60 s). */
-const LEASE_MS = 4_000;
+/**
+ * Short leases, so the test sees a dead daemon's claims come back (the default is 60 s), but
+ * longer than an attempt's 10 s time-out: a lease that can end while its attempt is still
+ * running lets the other daemon make the delivery again, which "none twice" forbids.
+ */
+const LEASE_MS = 12_000;
 
 if (!adminUrl) console.warn(`two-daemon test skipped: ${reason}`);
 

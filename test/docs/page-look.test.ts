@@ -120,7 +120,7 @@ describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () 
     expect(summaries.length).toBeGreaterThan(20);
     expect(summaries.filter((s) => s.includes('`'))).toEqual([]);
     // The one that had the most of them reads as text.
-    expect(summaries).toContain("The caller's endpoints (admins: user_id for a user's, all for everyone's)");
+    expect(summaries).toContain("The caller's endpoints (admins: user_id for a user's, all for everyone's), a page at a time");
     await page.close();
   }, 60_000);
 });

@@ -49,7 +49,21 @@ describe('daemon install-service', { timeout: 60_000 }, () => {
     }
   });
 
+  it('--metrics-port goes to daemon start; the start job waits for readiness (daemon status --wait-ready)', async () => {
+    const result = await install(['--print', '--metrics-port', '9464']);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines).toContain(`ExecStart=${process.execPath} ${BIN} daemon start --foreground --data-dir "${dataDir}" --metrics-port 9464`);
+    expect(lines).toContain(`ExecStartPost=${process.execPath} ${BIN} daemon status --data-dir "${dataDir}" --wait-ready 90`);
+    expect(lines).toContain('TimeoutStartSec=120s');
+    expect((await install(['--print', '--metrics-port', 'x'])).code).toBe(2);
+    expect((await install(['--print', '--metrics-host', '0.0.0.0'])).code).toBe(2);
+  });
+
   it.skipIf(!ANALYZE)('--print output passes systemd-analyze verify (system and --user units)', async () => {
+    await writeFile(join(dir, 'metrics.service'), (await install(['--print', '--metrics-port', '9464', '--metrics-host', '127.0.0.1'])).stdout);
+    const verifiedMetrics = await run(ANALYZE!, ['verify', join(dir, 'metrics.service')]).catch((error: { stderr: string; code: number }) => error);
+    expect(verifiedMetrics.stderr, verifiedMetrics.stderr).toBe('');
     const system = join(dir, 'panelctl.service');
     await writeFile(system, (await install(['--print'])).stdout);
     const verified = await run(ANALYZE!, ['verify', system]).catch((error: { stderr: string; code: number }) => error);

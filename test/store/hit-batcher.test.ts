@@ -1,24 +1,29 @@
 // The PostgreSQL store's coalescing of request-window hits, against a counter in memory that
 // stands for the database: how many statements a burst costs, and what each hit is answered.
 import { describe, expect, it } from 'vitest';
-import { HitBatcher } from '../../src/store/postgres/hit-batcher.js';
+import { HitBatcher, type KeyHits } from '../../src/store/postgres/hit-batcher.js';
 import type { LimiterRecord } from '../../src/store/types.js';
 
 /** One row per key, counted the way the SQL does (new window when the old one ended); records each statement. */
 function fakeDatabase() {
   const rows = new Map<string, LimiterRecord>();
-  const statements: { key: string; now: number; hits: number }[] = [];
+  /** Per statement, each key's hits counted in it. */
+  const batches: KeyHits[][] = [];
   let fail: Error | null = null;
-  const count = async (key: string, windowMs: number, now: number, hits: number): Promise<LimiterRecord> => {
-    statements.push({ key, now, hits });
+  const count = async (windowMs: number, batch: KeyHits[]): Promise<Map<string, LimiterRecord>> => {
+    batches.push(batch);
     await new Promise((resolve) => setTimeout(resolve, 5));
     if (fail) throw fail;
-    const row = rows.get(key);
-    const next = !row || row.window_start + windowMs <= now ? { key, count: hits, window_start: now, locked_until: 0 } : { ...row, count: row.count + hits };
-    rows.set(key, next);
-    return next;
+    const answer = new Map<string, LimiterRecord>();
+    for (const { key, now, hits } of batch) {
+      const row = rows.get(key);
+      const next = !row || row.window_start + windowMs <= now ? { key, count: hits, window_start: now, locked_until: 0 } : { ...row, count: row.count + hits };
+      rows.set(key, next);
+      answer.set(key, next);
+    }
+    return answer;
   };
-  return { rows, statements, count, failWith: (error: Error | null) => (fail = error) };
+  return { rows, batches, statements: () => batches.flat(), count, failWith: (error: Error | null) => (fail = error) };
 }
 
 describe('HitBatcher', () => {
@@ -27,16 +32,31 @@ describe('HitBatcher', () => {
     const batcher = new HitBatcher(db.count);
     const records = await Promise.all(Array.from({ length: 100 }, () => batcher.hit('k', 60_000, 1_000)));
     expect(records.map((r) => r.count)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-    expect(db.statements.map((s) => s.hits)).toEqual([1, 99]);
+    expect(db.statements().map((s) => s.hits)).toEqual([1, 99]);
     expect(db.rows.get('k')?.count).toBe(100);
   });
 
-  it('keeps keys apart: each has its own statement in flight', async () => {
+  it("counts several keys' waiting hits in one statement, each key's apart", async () => {
     const db = fakeDatabase();
     const batcher = new HitBatcher(db.count);
-    const [a, b] = await Promise.all([batcher.hit('a', 60_000, 1_000), batcher.hit('b', 60_000, 1_000)]);
-    expect([a.count, b.count]).toEqual([1, 1]);
-    expect(db.statements.map((s) => s.key)).toEqual(['a', 'b']);
+    const first = batcher.hit('a', 60_000, 1_000);
+    const waiting = [batcher.hit('a', 60_000, 1_000), batcher.hit('b', 60_000, 1_000), batcher.hit('a', 60_000, 1_000), batcher.hit('c', 60_000, 1_000)];
+    expect((await first).count).toBe(1);
+    expect((await Promise.all(waiting)).map((r) => [r.key, r.count])).toEqual([
+      ['a', 2],
+      ['b', 1],
+      ['a', 3],
+      ['c', 1],
+    ]);
+    expect(db.batches.map((batch) => batch.map((s) => `${s.key}×${s.hits}`))).toEqual([['a×1'], ['a×2', 'b×1', 'c×1']]);
+  });
+
+  it('counts hits in windows of another length in a statement of their own', async () => {
+    const db = fakeDatabase();
+    const batcher = new HitBatcher(db.count);
+    const records = await Promise.all([batcher.hit('a', 60_000, 1_000), batcher.hit('b', 60_000, 1_000), batcher.hit('c', 1_000, 1_000), batcher.hit('d', 60_000, 1_000)]);
+    expect(records.map((r) => r.count)).toEqual([1, 1, 1, 1]);
+    expect(db.batches.map((batch) => batch.map((s) => s.key))).toEqual([['a'], ['b', 'd'], ['c']]);
   });
 
   it('counts waiting hits at the latest of their times: a window that ended meanwhile restarts with them', async () => {
@@ -46,7 +66,7 @@ describe('HitBatcher', () => {
     const waiting = [batcher.hit('k', 1_000, 1_500), batcher.hit('k', 1_000, 2_100), batcher.hit('k', 1_000, 1_900)];
     expect((await first).count).toBe(1);
     const records = await Promise.all(waiting);
-    expect(db.statements[1]).toEqual({ key: 'k', now: 2_100, hits: 3 });
+    expect(db.statements()[1]).toEqual({ key: 'k', now: 2_100, hits: 3 });
     expect(records.map((r) => [r.count, r.window_start])).toEqual([
       [1, 2_100],
       [2, 2_100],
@@ -60,7 +80,7 @@ describe('HitBatcher', () => {
     db.failWith(new Error('connection lost'));
     const failed = await Promise.allSettled(Array.from({ length: 5 }, () => batcher.hit('k', 60_000, 1_000)));
     expect(failed.map((r) => r.status)).toEqual(Array(5).fill('rejected'));
-    expect(db.statements).toHaveLength(2);
+    expect(db.statements()).toHaveLength(2);
     db.failWith(null);
     expect((await batcher.hit('k', 60_000, 1_000)).count).toBe(1);
   });

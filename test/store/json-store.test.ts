@@ -218,6 +218,30 @@ describe('JSON store files', () => {
     await store.close();
   });
 
+  it('matches events to the endpoints it reopens with, from the journal and from a snapshot', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true, compactAfterBytes: 4096 });
+    const user = await store.users.insert(userRecord('index@example.test'));
+    const hook = (events: string) =>
+      store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events, active: true, created_at: T0, updated_at: T0 });
+    const hooks = [];
+    for (let i = 0; i < 40; i++) hooks.push(await hook(i % 4 === 0 ? 'site.created' : 'backup.completed'));
+    await store.webhooks.update(hooks[0].id, { active: false, updated_at: T0 });
+    await store.webhooks.update(hooks[1].id, { events: 'site.created,site.deleted', updated_at: T0 });
+    await store.webhooks.remove(hooks[4].id);
+    const expected = [hooks[1].id, ...hooks.filter((_, i) => i % 4 === 0 && i > 4).map((h) => h.id)];
+    const matchedBy = async (s: JsonStore) => (await s.outbox.publish({ ...eventRecord(), owner_id: user.id }, { body: '{}', next_attempt_at: 1, created_at: T0 })).map((q) => q.endpoint_id);
+    expect(await matchedBy(store)).toEqual(expected);
+    // No close: the journal replays (over the snapshot it has grown into by now).
+    const replayed = await JsonStore.open(paths);
+    expect(await matchedBy(replayed)).toEqual(expected);
+    await replayed.close();
+    await store.close();
+    const reopened = await JsonStore.open(paths);
+    expect(await matchedBy(reopened)).toEqual(expected);
+    await reopened.close();
+  });
+
   it('a snapshot that cannot be written loses nothing: the journals still replay', async () => {
     const paths = await tempLayout();
     let failRename = false;

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { QUEUE_VACUUM_ROWS } from '../../src/store/postgres/queue-vacuum.js';
+import { PUBLISH_SQL } from '../../src/store/postgres/repositories.js';
 import { StoreConflictError, StoreUnavailableError, type Change } from '../../src/store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, UserRecord } from '../../src/store/types.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
@@ -454,6 +455,19 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await a.limiter.hit(key, 60_000, t + 61_000)).toMatchObject({ count: 1, window_start: t + 61_000 });
   });
 
+  it('counts concurrent request-window hits of several keys from two daemons exactly once each, several keys a statement', async () => {
+    const keys = Array.from({ length: 5 }, () => `rl:user:${randomUUID()}`);
+    const t = Date.now();
+    const hits = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).limiter.hit(keys[i % keys.length], 60_000, t, { durable: false })));
+    for (const key of keys) {
+      const counts = hits.filter((h) => h.key === key).map((h) => h.count);
+      expect(counts.sort((x, y) => x - y), key).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      expect((await a.limiter.get(key))!.count).toBe(40);
+    }
+    // The window ended: the next hit starts a new one, as a durable hit would.
+    expect(await b.limiter.hit(keys[0], 60_000, t + 60_000, { durable: false })).toEqual({ key: keys[0], count: 1, window_start: t + 60_000, locked_until: 0 });
+  });
+
   it('holds API key uses in memory until flushed, and shares one secret between daemons', async () => {
     const owner = await a.users.insert(user());
     const key = await a.apiKeys.insert({ user_id: owner.id, name: 'k', key_hash: randomUUID(), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: now() });
@@ -583,6 +597,44 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
       const stats = await deliveriesStats(client, (x) => x.n_tup_ins >= backlog.length + published);
       expect(stats.n_tup_ins).toBe(backlog.length + published);
       expect(stats.seq_tup_read).toBe(0);
+    } finally {
+      await store.close();
+      await client.end();
+    }
+  });
+
+  it('matches a published event to its endpoints by index, not by reading every endpoint', async () => {
+    const fresh = await createDatabase(adminUrl!);
+    const store = await PostgresStore.open(fresh);
+    const client = new pg.Client({ connectionString: fresh });
+    await client.connect();
+    try {
+      const admin = await store.users.insert(user('admin'));
+      const customers = [await store.users.insert(user()), await store.users.insert(user())];
+      // 5,000 endpoints of the two customers, listening to another event; 10 of the first listen to this one.
+      await client.query(
+        `INSERT INTO webhooks (user_id, url, secret, events, active, created_at, updated_at)
+         SELECT CASE WHEN i % 2 = 0 THEN $1::bigint ELSE $2::bigint END, 'https://hooks.example.com/x', 's',
+                CASE WHEN i % 500 = 0 THEN 'site.created' ELSE 'backup.completed' END, true, $3, $3
+         FROM generate_series(1, 5000) AS i`,
+        [customers[0].id, customers[1].id, now()],
+      );
+      const adminHook = await store.webhooks.insert({ ...webhook(admin.id), events: 'site.created' });
+      await client.query('ANALYZE');
+      const queued = await store.outbox.publish({ ...event(), owner_id: customers[0].id }, { body: '{}', next_attempt_at: 1, created_at: now() });
+      expect(queued).toHaveLength(11);
+      expect(queued.map((q) => q.endpoint_id)).toContain(adminHook.id);
+      // The publish statement as the store runs it, planned with these values.
+      const values = [[randomUUID()], ['site.created'], [customers[0].id], ['{}'], [now()], ['{}'], [1], [now()], null, 0, 0, 0, 0, [], [], null, [], []];
+      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${PUBLISH_SQL}`, values);
+      const scans: string[] = [];
+      const walk = (node: Record<string, unknown>) => {
+        if (node['Node Type'] === 'Seq Scan') scans.push(String(node['Relation Name']));
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+      };
+      walk(rows[0]['QUERY PLAN'][0].Plan);
+      expect(scans).not.toContain('webhooks');
+      expect(scans).not.toContain('webhook_events');
     } finally {
       await store.close();
       await client.end();

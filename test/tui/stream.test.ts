@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries, type StreamState } from '../../src/cli/stream/deliveries.js';
 import { SseParser, type SseEvent } from '../../src/cli/stream/sse.js';
-import { apiWatchSource, loadEndpoints, parseEntry } from '../../src/cli/ui/source.js';
+import { apiWatchSource, loadEndpoints, parseEntry, parseQueue } from '../../src/cli/ui/source.js';
 import { initialState, reducer, type WatchAction } from '../../src/cli/ui/state.js';
 import { entry } from './fixtures.js';
 
@@ -259,6 +259,35 @@ describe('apiWatchSource', () => {
     expect((await source.test(4)).id).toBe(77);
     expect((await source.redeliver(4, 12)).id).toBe(77);
     expect(posts).toEqual(['POST /api/v1/webhooks/4/test', 'POST /api/v1/webhooks/4/deliveries/12/redeliver']);
+  });
+
+  it('reads the queue for the header from GET /health\'s admin detail; none without it', async () => {
+    let detail = true;
+    const { url } = await serve((req, res) => {
+      const path = req.url!.replace('/api/v1', '');
+      res.writeHead(200, { 'content-type': path.includes('/stream') ? 'text/event-stream' : 'application/json' });
+      if (path.includes('/stream')) return void res.write(': connected\n\n');
+      const health = { status: 'ok', version: '1', ...(detail ? { detail: { pending_deliveries: 7, oldest_pending_age_seconds: 42 } } : {}) };
+      res.end(JSON.stringify({ data: path === '/health' ? health : [], error: null, message: '' }));
+    });
+    let state = initialState({ baseUrl: url, endpointId: 4 });
+    let stop = apiWatchSource(client(url), { endpointId: 4, endpoints: [] }).start((action) => (state = reducer(state, action)));
+    try {
+      await until(() => state.queue !== null);
+    } finally {
+      stop();
+    }
+    expect(state.queue).toEqual({ pending: 7, oldestAgeSeconds: 42 });
+    expect(parseQueue({ status: 'ok', version: '1' })).toBeNull();
+    detail = false;
+    state = initialState({ baseUrl: url, endpointId: 4 });
+    stop = apiWatchSource(client(url), { endpointId: 4, endpoints: [] }).start((action) => (state = reducer(state, action)));
+    try {
+      await until(() => state.connection.state === 'connected');
+    } finally {
+      stop();
+    }
+    expect(state.queue).toBeNull();
   });
 
   it('parseEntry keeps the headers sent and drops malformed entries', () => {

@@ -365,3 +365,17 @@ describe('watch view: the pure parts', () => {
     expect(row).toContain('✗ retrying');
   });
 });
+
+describe('watch view: the queue in the header', () => {
+  it('shows the daemon\'s pending deliveries and the oldest one\'s age once known, nothing before', async () => {
+    const { source, lines } = mount();
+    await settle();
+    expect(lines()[1]).not.toContain('queue');
+    source.dispatch({ type: 'queue', queue: { pending: 12, oldestAgeSeconds: 185 } });
+    await settle();
+    expect(lines()[1]).toContain('· queue 12 (oldest 3m 5s)');
+    source.dispatch({ type: 'queue', queue: { pending: 0, oldestAgeSeconds: null } });
+    await settle();
+    expect(lines()[1]).toContain('· queue 0');
+  });
+});

@@ -22,6 +22,9 @@ export interface UnitOptions {
 
 export const UNIT_NAME = 'panelctl.service';
 
+/** How long the unit's start waits for readiness (a large JSON store replays its journal first). */
+export const READY_WAIT_SECONDS = 90;
+
 /**
  * One argument in systemd's command-line syntax: `%` and `$` escaped (specifiers, variables),
  * double-quoted when it holds whitespace, quotes or backslashes.
@@ -50,6 +53,9 @@ export function renderUnit(options: UnitOptions): string {
   const exec = [options.node, options.script, 'daemon', 'start', '--foreground', '--data-dir', options.dataDir, ...options.startArgs]
     .map(systemdQuote)
     .join(' ');
+  const ready = [options.node, options.script, 'daemon', 'status', '--data-dir', options.dataDir, '--wait-ready', String(READY_WAIT_SECONDS)]
+    .map(systemdQuote)
+    .join(' ');
   const lines = [
     '# panelctl daemon: the hosting-panel API and webhook dispatcher.',
     '# Written by `panelctl daemon install-service`; the database URL (if any) is in the EnvironmentFile.',
@@ -60,6 +66,10 @@ export function renderUnit(options: UnitOptions): string {
     '[Service]',
     'Type=simple',
     `ExecStart=${exec}`,
+    // Started means ready: the start job ends once GET /health/ready answers 200, so units
+    // ordered After= this one (and `systemctl start` itself) wait for a daemon that serves.
+    `ExecStartPost=${ready}`,
+    `TimeoutStartSec=${READY_WAIT_SECONDS + 30}s`,
     `EnvironmentFile=-${options.environmentFile.replace(/%/g, '%%')}`,
     ...(options.runAs ? [`User=${options.runAs}`] : []),
     'Restart=on-failure',

@@ -6,7 +6,7 @@ import type { ApiClient } from '../api-client.js';
 import { CliError } from '../errors.js';
 import { followDeliveries } from '../stream/deliveries.js';
 import { hostOf } from './format.js';
-import type { WatchAction, WatchEndpoint, WatchEntry } from './state.js';
+import type { WatchAction, WatchEndpoint, WatchEntry, WatchQueue } from './state.js';
 
 export interface WatchSource {
   /** Starts the initial fill and the live stream; returns the function that stops them. */
@@ -57,6 +57,17 @@ export function parseEndpoint(raw: unknown): WatchEndpoint | null {
 
 function parseList<T>(data: unknown, parse: (raw: unknown) => T | null): T[] {
   return Array.isArray(data) ? data.map(parse).filter((x): x is T => x !== null) : [];
+}
+
+/** How often watch reads the daemon's queue for its header. */
+export const QUEUE_POLL_MS = 5_000;
+
+/** The queue from GET /health's answer (its admin detail); null when absent. */
+export function parseQueue(data: unknown): WatchQueue | null {
+  const detail = isObject(data) && isObject(data.detail) ? data.detail : null;
+  if (!detail || !Number.isInteger(detail.pending_deliveries)) return null;
+  const age = detail.oldest_pending_age_seconds;
+  return { pending: detail.pending_deliveries as number, oldestAgeSeconds: Number.isInteger(age) ? (age as number) : null };
 }
 
 /** Runs `work` over `items`, at most `limit` at a time (the daemon rate-limits per user). */
@@ -166,6 +177,21 @@ export function apiWatchSource(client: ApiClient, options: ApiSourceOptions = {}
           report(`could not load the recent log of ${which}`, lastError);
         }
       };
+
+      // The queue for the header: GET /health's admin detail, read now and every QUEUE_POLL_MS
+      // (no detail for a customer: the queue is every customer's, and the header leaves it out).
+      const readQueue = () =>
+        client.call<unknown>('GET', '/health').then(
+          ({ data }) => {
+            const queue = parseQueue(data);
+            if (queue && !signal.aborted) dispatch({ type: 'queue', queue });
+          },
+          () => undefined,
+        );
+      void readQueue();
+      const queueTimer = setInterval(() => void readQueue(), QUEUE_POLL_MS);
+      queueTimer.unref?.();
+      signal.addEventListener('abort', () => clearInterval(queueTimer));
 
       let connectedBefore = false;
       void fill();

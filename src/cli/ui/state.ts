@@ -38,6 +38,14 @@ export interface WatchState {
   detail: { entryId: number; scroll: number } | null;
   /** `at` (epoch ms) is when a finished action's message was set: it is cleared after a while. */
   status: { text: string; tone: StatusTone; at?: number } | null;
+  /** The daemon's queue (GET /health's admin detail); null while unknown (not an admin, or not read yet). */
+  queue: WatchQueue | null;
+}
+
+export interface WatchQueue {
+  pending: number;
+  /** Seconds since the oldest pending delivery was published; null when none is pending. */
+  oldestAgeSeconds: number | null;
 }
 
 export type WatchAction =
@@ -56,7 +64,8 @@ export type WatchAction =
   | { type: 'filterBackspace' }
   | { type: 'filterApply' }
   | { type: 'filterClear' }
-  | { type: 'status'; text: string; tone: StatusTone; at?: number };
+  | { type: 'status'; text: string; tone: StatusTone; at?: number }
+  | { type: 'queue'; queue: WatchQueue };
 
 /** Older entries are dropped beyond this, so a long-running watch keeps a bounded memory. */
 export const MAX_ENTRIES = 2000;
@@ -78,6 +87,7 @@ export function initialState(options: { baseUrl: string; endpointId?: number | n
     selectedId: null,
     detail: null,
     status: null,
+    queue: null,
   };
 }
 
@@ -176,6 +186,8 @@ export function reducer(state: WatchState, action: WatchAction): WatchState {
     }
     case 'connection':
       return { ...state, connection: { state: action.state, detail: action.detail } };
+    case 'queue':
+      return { ...state, queue: action.queue };
     case 'move':
       return move(state, selectedIndex(state) + action.delta);
     case 'moveTo':

@@ -22,6 +22,7 @@ import {
   STATUS_CLEAR_MS,
   troubledEndpoints,
   visibleEntries,
+  type WatchQueue,
   type WatchState,
 } from './state.js';
 
@@ -69,6 +70,14 @@ export function connectionText(connection: WatchState['connection']): { text: st
   }
 }
 
+/** `12 (oldest 3m 5s)`: the daemon's pending deliveries and the oldest one's age. */
+export function queueText(queue: WatchQueue): string {
+  if (queue.pending === 0 || queue.oldestAgeSeconds === null) return String(queue.pending);
+  const s = queue.oldestAgeSeconds;
+  const age = s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${queue.pending} (oldest ${age})`;
+}
+
 export function Header({ state, now, columns, color }: ViewProps) {
   const counts = countRecent(state.entries, now);
   const scope = state.endpointScope ? `  endpoint #${state.endpointScope}` : '';
@@ -102,6 +111,7 @@ export function Header({ state, now, columns, color }: ViewProps) {
           last {minutes} min: {counts.sent} sent · <Text color={paint(color, 'green')}>{counts.ok} ok</Text> ·{' '}
           <Text color={paint(color, counts.failed ? 'red' : '')}>{counts.failed} failed</Text> ·{' '}
           <Text color={paint(color, counts.pendingRetries ? 'yellow' : '')}>{counts.pendingRetries} retry pending</Text>
+          {state.queue ? <Text> · queue {queueText(state.queue)}</Text> : null}
           {trouble ? (
             <Text color={paint(color, 'red')}>
               {' '}

@@ -11,12 +11,15 @@
 // outside those limits.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError, type ClaimOptions, type DeliveryOutcome, type Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
 import { UnavailableLog } from '../unavailable-log.js';
 import { deliveryHeaders } from './headers.js';
+import { NO_METRICS, reasonClass, type DaemonMetrics } from '../metrics/metrics.js';
+import { RecentAttempts } from './recent-attempts.js';
 
 export const USER_AGENT = 'Panel-WebPanel-Webhook/1.0';
 export const MAX_ATTEMPTS = 2;
@@ -60,6 +63,8 @@ export interface DispatcherOptions {
   /** This dispatcher's lease owner id (default hostname:pid:random). */
   owner?: string;
   log?: { error(details: object, message: string): void; warn?(details: object, message: string): void };
+  /** Told of each attempt's outcome, duration and lag (default NO_METRICS). */
+  metrics?: DaemonMetrics;
 }
 
 /** Raised to a caller waiting for an attempt that will not be made (or logged). */
@@ -132,6 +137,11 @@ export class Dispatcher {
   readonly #log: DispatcherOptions['log'];
   /** A store that is down fails every turn and every batch: one line per interval for all of them. */
   readonly #unavailable = new UnavailableLog();
+  readonly #metrics: DaemonMetrics;
+  /** This daemon's attempts of the last minute (daemon status). */
+  readonly recent = new RecentAttempts();
+  /** When the claim loop last began a turn (performance.now()), for readiness; null before the first. */
+  #turnedAt: number | null = null;
 
   #active = 0;
   readonly #byEndpoint = new Counts<number>();
@@ -193,6 +203,15 @@ export class Dispatcher {
     this.#pollMs = options.pollMs ?? 1_000;
     this.owner = options.owner ?? defaultOwnerId();
     this.#log = options.log;
+    this.#metrics = options.metrics ?? NO_METRICS;
+  }
+
+  /**
+   * Whether the claim loop runs and how long ago it last turned (ms): it turns at least every
+   * poll (1 s) while it is healthy, so a long silence means it waits on something stuck.
+   */
+  loopState(): { running: boolean; sinceTurnMs: number | null } {
+    return { running: this.#running && !this.#stopping, sinceTurnMs: this.#turnedAt === null ? null : performance.now() - this.#turnedAt };
   }
 
   /** Starts the claim loop (pending deliveries from before a restart go out as they fall due). */
@@ -309,6 +328,7 @@ export class Dispatcher {
 
   async #run(): Promise<void> {
     while (!this.#stopping) {
+      this.#turnedAt = performance.now();
       this.#dirty = false;
       let wait = this.#pollMs;
       try {
@@ -629,6 +649,11 @@ export class Dispatcher {
       result = await this.#sender.send(endpoint.url, headers, delivery.body, await this.#allowPrivate());
     } finally {
       answered();
+    }
+    this.recent.add(Date.now(), result.success);
+    if (this.#metrics.enabled) {
+      this.#metrics.attempt(result.success, reasonClass(result.status_code, result.reason), result.duration_ms / 1000);
+      if (attempt === 1) this.#metrics.deliveryLag((Date.parse(createdAt) - Date.parse(delivery.created_at)) / 1000);
     }
     // No answer at all (time-out, refused or failed connection): one attempt at a time until it answers.
     if (result.success) this.#backoff.delete(endpoint.id);

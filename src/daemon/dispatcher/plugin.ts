@@ -34,6 +34,7 @@ export default fp(
       // How long a claimed delivery stays this daemon's: after a crash, another daemon of the
       // database makes it once the lease ends. It must exceed an attempt (10 s) with room.
       leaseMs: leaseFromEnv(process.env.PANELCTL_CLAIM_LEASE_MS),
+      metrics: app.metrics,
     });
     app.decorate('dispatcher', dispatcher);
     // A log line per attempt this daemon made, and the auto-disable, once it is recorded.
@@ -41,7 +42,7 @@ export default fp(
     app.addHook('onReady', async () => dispatcher.start());
     app.addHook('preClose', async () => dispatcher.stop());
   },
-  { name: 'dispatcher', dependencies: ['errors'] },
+  { name: 'dispatcher', dependencies: ['errors', 'metrics'] },
 );
 
 declare module 'fastify' {

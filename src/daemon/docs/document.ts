@@ -53,7 +53,7 @@ export const STATUS_MEANING: Record<number, string> = {
   429: 'Too many requests or login attempts; wait `Retry-After` seconds',
   431: 'Request line and headers larger than 16 KiB',
   500: 'Internal server error',
-  503: 'Temporarily unavailable (storage failure, or the daemon is shutting down): try again after `Retry-After` seconds',
+  503: 'Temporarily unavailable (storage failure, the daemon is shutting down, or not ready: see `/health/ready`): try again after `Retry-After` seconds',
 };
 
 /** The `error` strings that can accompany a status, from the one error registry. */
@@ -83,13 +83,19 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   too_many_attempts: 'too many failed attempts from your address: try again in 14 minutes',
   'storage unavailable': 'the change could not be saved; nothing was changed. Try again later.',
   'internal error': 'internal server error',
+  'not ready': 'not ready: store: the database does not answer (the PostgreSQL store is unavailable) (request id 3f1c…)',
 };
 
 /** Named examples of the error envelope for a status, one per `error` string it can carry. */
 export function errorExamples(status: number): Record<string, { summary: string; value: object }> {
   const examples: Record<string, { summary: string; value: object }> = {};
   for (const error of errorsForStatus(status)) {
-    const data = error === 'too_many_attempts' ? { remaining_seconds: 840 } : null;
+    const data =
+      error === 'too_many_attempts'
+        ? { remaining_seconds: 840 }
+        : error === 'not ready'
+          ? { status: 'not ready', checks: { store: 'the database does not answer (the PostgreSQL store is unavailable)', dispatcher: 'ok' } }
+          : null;
     examples[error.replace(/[^A-Za-z0-9]+/g, '_')] = {
       summary: error,
       value: { data, error, message: EXAMPLE_MESSAGES[error] ?? error },

@@ -9,6 +9,7 @@ import { ApiError } from '../../shared/errors.js';
 import { hashApiKey, looksLikeApiKey } from '../auth/api-keys.js';
 import { TokenError } from '../auth/tokens.js';
 import type { Principal, RouteInfo } from '../services.js';
+import { caughtUpFor } from '../caught-up.js';
 
 /**
  * The matched route's URL and config. Fastify builds a fresh `routeOptions` object (a dozen
@@ -111,14 +112,15 @@ const refusals = new WeakMap<FastifyRequest, ApiError>();
 
 /**
  * The API-key caller last identified on a connection, with the change epoch it was identified
- * in. Scripts and billing systems send the same key over one keep-alive connection many times
- * a second. While no key and no user has changed since (a revoked key, a deleted user or a
- * changed role all move the epoch, through the store's change feed) and the key has not
- * expired, the same key on the same connection is the same caller: it is known without hashing
- * or lookups, and the request goes on without waiting. Only when the feed is synchronous (every
- * change is seen here before its write resolves): with a shared database another daemon's
- * revocation arrives later, so every request is looked up. The remembered key is compared in
- * constant time: behind a reverse proxy, one upstream connection can carry several clients.
+ * in: the one cache of callers. Scripts and billing systems send the same key over one
+ * keep-alive connection many times a second. While no key and no user has changed since (a
+ * revoked key, a deleted user or a changed role all move the epoch, through the store's change
+ * feed) and the key has not expired, the same key on the same connection is the same caller: it
+ * is known without hashing or lookups. Served only once the feed is caught up
+ * (`changes.caughtUp()`): at once on the embedded store; with a shared database after the feed
+ * has asked the database what changed, so a key deleted on another daemon before this request
+ * came is refused. The remembered key is compared in constant time: behind a reverse proxy, one
+ * upstream connection can carry several clients.
  */
 interface KnownCaller {
   credential: string;
@@ -129,7 +131,7 @@ interface KnownCaller {
 const callers = new WeakMap<object, KnownCaller>();
 
 /** Moves on every change of users or API keys; per app, so test apps sharing a process stay apart. */
-const epochs = new WeakMap<FastifyInstance, { value: number; cache: boolean }>();
+const epochs = new WeakMap<FastifyInstance, { value: number }>();
 
 /**
  * Constant-time equality of two secrets: every character of the remembered one is looked at
@@ -142,21 +144,36 @@ export function sameSecret(presented: string, remembered: string): boolean {
   return difference === 0;
 }
 
+/**
+ * The connection's remembered caller for `credential` while its key has not expired, changes or
+ * not (`tentative`: only to count the request while the feed catches up; see the onRequest hook).
+ */
+function rememberedCaller(app: FastifyInstance, request: FastifyRequest, credential: string): KnownCaller | null {
+  const known = callers.get(request.raw.socket);
+  if (!known || !sameSecret(credential, known.credential) || known.expiresAt <= app.clock()) return null;
+  return known;
+}
+
+/** The connection's remembered caller, if still valid; only once the change feed is caught up. */
 function knownCaller(app: FastifyInstance, request: FastifyRequest, credential: string): Principal | null {
   const epoch = epochs.get(app);
-  if (!epoch?.cache) return null;
-  const known = callers.get(request.raw.socket);
-  if (!known) return null;
-  if (!sameSecret(credential, known.credential)) return null;
-  if (known.epoch !== epoch.value) return null;
-  const now = app.clock();
-  if (known.expiresAt <= now) return null;
-  touchKey(app, known.principal.keyId!, now);
+  const known = rememberedCaller(app, request, credential);
+  if (!epoch || !known || known.epoch !== epoch.value) return null;
+  touchKey(app, known.principal.keyId!, app.clock());
   return known.principal;
 }
 
-/** Identifies the caller through the store; refusals are kept for enforcement (preParsing). */
-async function identify(app: FastifyInstance, request: FastifyRequest, credential: string): Promise<void> {
+/**
+ * Requests whose caller is confirmed after the onRequest hooks (the feed was catching up), by
+ * enforcement at the latest.
+ */
+const confirmations = new WeakMap<FastifyRequest, Promise<void>>();
+
+/**
+ * Identifies the caller through the store; refusals are kept for enforcement (preParsing).
+ * `remember`: the change feed was caught up before the lookup, so its caller may be kept.
+ */
+async function identify(app: FastifyInstance, request: FastifyRequest, credential: string, remember: boolean): Promise<void> {
   try {
     if (!looksLikeApiKey(credential)) {
       request.principal = await resolvePrincipal(app, credential);
@@ -167,7 +184,7 @@ async function identify(app: FastifyInstance, request: FastifyRequest, credentia
     const { principal, expiresAt } = await resolveApiKey(app, credential, app.clock());
     request.principal = principal;
     // Remembered only when nothing changed while the lookups awaited the store.
-    if (epoch?.cache && epoch.value === before && request.raw.socket) {
+    if (remember && epoch && epoch.value === before && request.raw.socket) {
       callers.set(request.raw.socket, { credential, principal, expiresAt, epoch: epoch.value });
     }
   } catch (error) {
@@ -180,15 +197,15 @@ export default fp(
   async function auth(app: FastifyInstance) {
     app.decorateRequest('principal', null);
     app.decorateRequest('routeInfo', null);
-    const epoch = { value: 0, cache: app.store.changes.synchronous };
+    const epoch = { value: 0 };
     epochs.set(app, epoch);
     const unsubscribe = app.store.changes.subscribe((change) => {
       if (change.kind === 'record' && (change.collection === 'api_keys' || change.collection === 'users')) epoch.value++;
     });
     app.addHook('onClose', async () => unsubscribe());
 
-    // Both hooks complete without a promise when they can (no credential lookup needed), so a
-    // known caller's request goes on in the same turn.
+    // Both hooks complete without a promise when they can (no credential lookup needed, a feed
+    // caught up at once), so a known caller's request goes on in the same turn.
     app.addHook('onRequest', (request, _reply, done) => {
       if (request.is404) return done();
       const level = routeOf(request).config.auth ?? 'user';
@@ -204,15 +221,59 @@ export default fp(
         refusals.set(request, error);
         return done();
       }
-      const known = knownCaller(app, request, credential);
-      if (known) {
-        request.principal = known;
+      // A JWT's caller is looked up on every request (user and revocation): nothing to catch up.
+      if (!looksLikeApiKey(credential)) {
+        identify(app, request, credential, false).then(() => done(), done);
+        return;
+      }
+      const caughtUp = caughtUpFor(app.store, request);
+      if (caughtUp === true) {
+        const known = knownCaller(app, request, credential);
+        if (known) {
+          request.principal = known;
+          return done();
+        }
+        identify(app, request, credential, true).then(() => done(), done);
+        return;
+      }
+      const confirm = () =>
+        caughtUp.then((fresh) => {
+          const known = fresh ? knownCaller(app, request, credential) : null;
+          if (known) {
+            request.principal = known;
+            return;
+          }
+          request.principal = null;
+          return identify(app, request, credential, fresh);
+        });
+      // A caller remembered on this connection is most likely still the caller: the request
+      // limits count the request under it while the feed catches up (two waits on the database
+      // at once instead of one after the other), and enforcement waits for the confirmation.
+      const tentative = rememberedCaller(app, request, credential);
+      if (tentative) {
+        request.principal = tentative.principal;
+        const confirming = confirm();
+        // Awaited by preParsing, which a request refused by its limits never reaches.
+        confirming.catch(() => undefined);
+        confirmations.set(request, confirming);
         return done();
       }
-      identify(app, request, credential).then(() => done(), done);
+      confirm().then(() => done(), done);
     });
 
     app.addHook('preParsing', (request, _reply, payload, done) => {
+      const confirming = confirmations.get(request);
+      if (confirming) {
+        confirming.then(() => {
+          try {
+            enforce(request);
+          } catch (error) {
+            return done(error as Error);
+          }
+          done(null, payload);
+        }, done);
+        return;
+      }
       try {
         enforce(request);
         done(null, payload);

@@ -68,6 +68,10 @@ const UNCOUNTED: LockoutAttempt = { release: async () => undefined, fail: async 
 export default fp(
   async function lockout(app: FastifyInstance) {
     const keyOf = (request: FastifyRequest) => `${LOCKOUT_KEY_PREFIX}${request.ip}`;
+    const refused = (remainingMs: number) => {
+      app.metrics.rateLimited('lockout');
+      return tooManyAttempts(remainingMs);
+    };
 
     app.decorate<Lockout>('lockout', {
       async begin(request) {
@@ -78,11 +82,12 @@ export default fp(
         const now = app.clock();
         // A counting period starts with its first attempt and lasts the lockout duration.
         const record = await app.store.limiter.hit(key, periodMs, now);
-        if (record.locked_until > now) throw tooManyAttempts(record.locked_until - now);
+        if (record.locked_until > now) throw refused(record.locked_until - now);
         if (record.count > settings.login_max_attempts) {
           // The threshold's attempts are used up (failed, or still being evaluated): no more.
           const locked = await app.store.limiter.lock(key, now + periodMs);
-          throw tooManyAttempts(locked.locked_until - now);
+          app.metrics.lockout();
+          throw refused(locked.locked_until - now);
         }
         const count = record.count;
         let settled = false;
@@ -95,7 +100,10 @@ export default fp(
           async fail() {
             if (settled) return;
             settled = true;
-            if (count >= settings.login_max_attempts) await app.store.limiter.lock(key, app.clock() + periodMs);
+            if (count >= settings.login_max_attempts) {
+              await app.store.limiter.lock(key, app.clock() + periodMs);
+              app.metrics.lockout();
+            }
           },
         };
       },
@@ -135,7 +143,7 @@ export default fp(
       if (app.settings.current().rate_limit_mode === 'requests') return;
       const record = await app.store.limiter.get(keyOf(request));
       const now = app.clock();
-      if (record && record.locked_until > now) throw tooManyAttempts(record.locked_until - now);
+      if (record && record.locked_until > now) throw refused(record.locked_until - now);
     };
     // Only the routes marked `lockout` carry the check (after the global auth and limit hooks),
     // so every other request skips it entirely. It refuses a locked IP before the body is read;
@@ -145,5 +153,5 @@ export default fp(
       route.onRequest = [...(route.onRequest ? [route.onRequest].flat() : []), refuseLocked] as typeof route.onRequest;
     });
   },
-  { name: 'lockout', dependencies: ['errors'] },
+  { name: 'lockout', dependencies: ['errors', 'metrics'] },
 );

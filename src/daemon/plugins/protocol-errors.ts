@@ -4,6 +4,7 @@
 // `clientError` on the socket, where only raw bytes can answer; what fastify's router refuses
 // (a URL with broken percent-encoding, an over-long path parameter) arrives as a frameworkError
 // with a reply. Both are fastify constructor options, so they live here and not in the plugin.
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -57,8 +58,11 @@ export function describeClientError(error: ParserError): { code: ApiErrorCode; m
   }
 }
 
-/** The raw HTTP/1.1 answer to an unparseable request: the envelope, then the connection closes. */
-export function rawErrorResponse(code: ApiErrorCode, message: string): string {
+/**
+ * The raw HTTP/1.1 answer to an unparseable request: the envelope, then the connection closes.
+ * `requestId`: its X-Request-Id (the request's own cannot be read: it was not parsed).
+ */
+export function rawErrorResponse(code: ApiErrorCode, message: string, requestId?: string): string {
   const { status, error } = API_ERRORS[code];
   const body = JSON.stringify({ data: null, error, message });
   return (
@@ -66,6 +70,7 @@ export function rawErrorResponse(code: ApiErrorCode, message: string): string {
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     `Date: ${new Date().toUTCString()}\r\n` +
+    (requestId ? `X-Request-Id: ${requestId}\r\n` : '') +
     'Connection: close\r\n' +
     '\r\n' +
     body
@@ -101,7 +106,7 @@ export function clientErrorHandler(error: ParserError, socket: Socket): void {
   // the timer closes a connection whose peer never reads.
   const timer = setTimeout(() => socket.destroy(), 5000);
   timer.unref();
-  socket.end(rawErrorResponse(code, message), () => {
+  socket.end(rawErrorResponse(code, message, randomUUID()), () => {
     clearTimeout(timer);
     socket.destroy();
   });
@@ -125,5 +130,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
       message = 'internal server error';
   }
   const { status, error: text } = API_ERRORS[code];
-  void reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify({ data: null, error: text, message }));
+  if (status >= 500) message = `${message} (request id ${request.id})`;
+  // No hook runs for these: the request id header is set here.
+  void reply.header('x-request-id', request.id).code(status).type('application/json; charset=utf-8').send(JSON.stringify({ data: null, error: text, message }));
 }

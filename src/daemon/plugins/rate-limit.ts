@@ -23,8 +23,8 @@ declare module 'fastify' {
 
 export const WINDOW_MS = 60_000;
 const PRUNE_EVERY_MS = 60_000;
-/** Liveness checks (monitoring, `daemon start` waiting for the API) are not counted. */
-export const EXEMPT_ROUTES = new Set(['/api/v1/health']);
+/** Liveness and readiness checks (monitoring, `daemon start` waiting for the API) are not counted. */
+export const EXEMPT_ROUTES = new Set(['/api/v1/health', '/api/v1/health/ready']);
 
 const LIMIT_SETTING: Record<LimitScope, keyof Settings> = {
   login: 'rate_limit_login_per_minute',
@@ -82,6 +82,7 @@ export default fp(
       reply.header('x-ratelimit-remaining', result.remaining);
       reply.header('x-ratelimit-reset', resetAt);
       if (result.isExceeded) {
+        app.metrics.rateLimited(scope);
         throw new ApiError('RATE_LIMITED', `too many requests: at most ${result.max} per minute here; retry in ${result.ttlInSeconds} s`, {
           headers: { 'retry-after': String(Math.max(1, result.ttlInSeconds)) },
         });
@@ -104,5 +105,5 @@ export default fp(
     timer.unref();
     app.addHook('onClose', async () => clearInterval(timer));
   },
-  { name: 'rate-limit', dependencies: ['errors', 'auth'] },
+  { name: 'rate-limit', dependencies: ['errors', 'auth', 'metrics'] },
 );

@@ -1,11 +1,15 @@
 // Serialized list responses, reused while the collection they were built from is unchanged.
 // Billing systems and scripts poll list endpoints far more often than the lists change; a
-// repeated GET then costs a map lookup instead of querying and serialising again. The owner
-// calls invalidate() on every change of the collection (from the store's change feed), which
-// drops every entry, so nothing stale is served.
+// repeated GET then costs a map lookup instead of querying and serialising again. Every change
+// of the collections a view is built from (from the store's change feed) drops every entry, and
+// an entry is served only once the feed is caught up (`changes.caughtUp()`: at once on the
+// embedded store; with a shared database after asking it what changed, so another daemon's
+// change committed before the request came is not missed), so nothing stale is served.
 // Entries are kept as UTF-8 bytes: the serialiser's output is a string of many small pieces,
 // which every answer would otherwise walk and encode again (for its length, then for the socket).
 import type { FastifyReply } from 'fastify';
+import type { Change, Store } from '../../store/store.js';
+import { caughtUpFor } from '../caught-up.js';
 import { sendLink } from './pages.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -20,14 +24,34 @@ export class ListMemo {
   /** Moves on every invalidation, so an answer built across one is served but not kept. */
   #generation = 0;
   readonly #entries = new Map<string, { body: Buffer; next: string | null }>();
+  readonly #unsubscribe: () => void;
 
-  /** At most `capacity` views (one per subscription, say) are kept; past that, all are dropped. */
-  constructor(private readonly capacity = 1024) {}
+  /**
+   * Follows `feed`: a change for which `concerns` answers true forgets every view. At most
+   * `capacity` views (one per subscription, say) are kept; past that, all are dropped.
+   * @example
+   * const lists = new ListMemo(app.store, (c) => c.kind === 'record' && c.collection === 'sites');
+   * app.addHook('onClose', async () => lists.close());
+   */
+  constructor(
+    private readonly store: Store,
+    concerns: (change: Change) => boolean,
+    private readonly capacity = 1024,
+  ) {
+    this.#unsubscribe = store.changes.subscribe((change) => {
+      if (concerns(change)) this.invalidate();
+    });
+  }
 
   /** The collection changed: forget every view. */
   invalidate(): void {
     this.#generation++;
     this.#entries.clear();
+  }
+
+  /** Stops following the feed. */
+  close(): void {
+    this.#unsubscribe();
   }
 
   /**
@@ -36,13 +60,18 @@ export class ListMemo {
    * remembered), with its `Link` header.
    */
   async send(reply: FastifyReply, view: string, build: () => Promise<ListAnswer>): Promise<FastifyReply> {
-    let entry = this.#entries.get(view);
+    // The request's question, shared with its caller's (see caught-up.ts).
+    const caughtUp = caughtUpFor(this.store, reply.request);
+    // Not caught up (a shared database out of reach): built from the store, and not kept.
+    const fresh = caughtUp === true || (await caughtUp);
+    let entry = fresh ? this.#entries.get(view) : undefined;
     if (entry === undefined) {
+      // Read once caught up: a change the store's answer may miss moves it afterwards.
       const generation = this.#generation;
       const answer = await build();
       entry = { body: Buffer.from(String(reply.serialize(answer.envelope))), next: answer.next };
       // The collection changed while build awaited the store: serve the answer, do not keep it.
-      if (generation === this.#generation) {
+      if (fresh && generation === this.#generation) {
         if (this.#entries.size >= this.capacity) this.#entries.clear();
         this.#entries.set(view, entry);
       }

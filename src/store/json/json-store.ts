@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdir, readdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Low, type Adapter } from 'lowdb';
 import type { DataLayout } from '../../shared/paths.js';
 import { SCHEMA_VERSION, migrate } from '../migrations.js';
@@ -120,6 +121,10 @@ class LocalFeed implements ChangeFeed {
     return () => this.#listeners.delete(listener);
   }
 
+  caughtUp(): true {
+    return true;
+  }
+
   publish(changes: Change[]): void {
     for (const change of changes) {
       for (const listener of this.#listeners) {
@@ -161,6 +166,9 @@ export class JsonStore implements Store {
   /** Delivery log ids up to this one are reserved on disk (in the current journal generation). */
   #logIdsReserved = 0;
   #logIdsSaved: Promise<void> = Promise.resolve();
+  #commitObserver: ((seconds: number) => void) | null = null;
+  /** Why the last journal write failed, until one succeeds again (see ready). */
+  #writeFailure: string | null = null;
   #journal: AppendLog;
   #gen: number;
   #seq: number;
@@ -318,6 +326,21 @@ export class JsonStore implements Store {
     this.#publishTaker = taker;
   }
 
+  observeCommits(observer: ((seconds: number) => void) | null): void {
+    this.#commitObserver = observer;
+  }
+
+  async ready(): Promise<string | null> {
+    if (this.#closed) return 'the store is closed';
+    if (this.#writeFailure === null) return null;
+    // An empty journal line, fsynced: whether the disk takes writes again (replay skips it).
+    await this.#append({ s: ++this.#seq, o: [] }, true).then(
+      () => (this.#writeFailure = null),
+      () => undefined,
+    );
+    return this.#writeFailure;
+  }
+
   async sharedSecret(): Promise<string | null> {
     return null;
   }
@@ -407,10 +430,14 @@ export class JsonStore implements Store {
     this.#flushSoft();
     writer.seq = ++this.#seq;
     this.#unsettled.push(writer);
+    const observer = this.#commitObserver;
+    const started = observer ? performance.now() : 0;
     const written = this.#append({ s: writer.seq, o: writer.ops }, writer.durable);
     unlock();
     try {
       await written;
+      observer?.((performance.now() - started) / 1000);
+      this.#writeFailure = null;
     } catch (error) {
       await this.#recovering;
       throw new StoreUnavailableError('the change could not be saved: storage is unavailable; nothing was changed', { cause: error });
@@ -430,8 +457,11 @@ export class JsonStore implements Store {
    * A journal write failed: every write not yet on disk is rolled back, newest first, once no
    * transaction body runs (a body running now fails at its commit and rolls itself back first).
    */
-  #onJournalError(): void {
+  #onJournalError(error?: unknown): void {
     this.#failing = true;
+    // The error code only: readiness answers anyone, and the message names files.
+    const code = (error as { cause?: { code?: string } } | undefined)?.cause?.code ?? (error as { code?: string } | undefined)?.code;
+    this.#writeFailure = `the last journal write failed${code ? ` (${code})` : ''}`;
     this.#recovering ??= (async () => {
       const unlock = await this.#mutex.lock();
       try {
@@ -464,7 +494,7 @@ export class JsonStore implements Store {
       ops: this.#ops,
       failQueuedOnError: true,
       closeWhenIdle: true,
-      onError: () => this.#onJournalError(),
+      onError: (error) => this.#onJournalError(error),
     });
   }
 

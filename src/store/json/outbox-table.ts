@@ -104,6 +104,21 @@ export class DeliveryTable {
     return this.rows.size;
   }
 
+  /**
+   * When the oldest pending delivery was published (epoch ms), or null: one pass over the
+   * entries, comparing once per event (an event's deliveries share their group and sit together).
+   */
+  oldestCreatedAt(): number | null {
+    let oldest: string | null = null;
+    let last: PendingGroup | null = null;
+    for (const entry of this.rows.values()) {
+      if (entry.group === last) continue;
+      last = entry.group;
+      if (oldest === null || entry.group.created_at < oldest) oldest = entry.group.created_at;
+    }
+    return oldest === null ? null : Date.parse(oldest);
+  }
+
   /** Every pending delivery as a record (the PostgreSQL import; not for the daemon's paths). */
   values(): DeliveryRecord[] {
     return Array.from(this.rows.values(), (entry) => entry.record());

@@ -3,7 +3,6 @@
 // committed on its own. The store's rules (unique keys, references, cascades) are checked
 // here, inside the single-threaded change, so concurrent requests cannot both pass them.
 import { randomUUID } from 'node:crypto';
-import { subscribes } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
@@ -107,17 +106,13 @@ export class JsonRepositories implements Repositories {
       w.change({ kind: 'record', collection: 'subscriptions', id });
       return removed;
     };
-    const subscribedTo = (event: string, ownerId: number | null): WebhookRecord[] =>
-      sorted(
-        state.webhooks
-          .values()
-          .filter(
-            (w) =>
-              w.active &&
-              subscribes(w.events, event) &&
-              ((ownerId !== null && w.user_id === ownerId) || state.users.get(w.user_id)?.role === 'admin'),
-          ),
-      );
+    // The owner's and every admin's endpoints, from the index: a lookup per user, whatever the
+    // number of endpoints. Admins are found by role at match time, so a role change needs no
+    // index of its own.
+    const subscribedTo = (event: string, ownerId: number | null): WebhookRecord[] => {
+      const admins = state.users.byGroup('role', 'admin').map((u) => u.id);
+      return state.endpoints.match(event, ownerId === null ? admins : [ownerId, ...admins]);
+    };
     const emailTaken = (email: string, except?: number) => {
       const other = state.users.byUnique('email', lower(email));
       if (other && other.id !== except) throw new StoreConflictError('users.email', `a user with email ${lower(email)} already exists`);
@@ -275,6 +270,11 @@ export class JsonRepositories implements Repositories {
       listByUser: async (userId, range) => within(sorted(state.webhooks.byGroup('user', userId)), range),
       subscribedTo: async (event, ownerId) => subscribedTo(event, ownerId),
       count: async () => state.webhooks.size,
+      countByState: async () => {
+        let active = 0;
+        for (const webhook of state.webhooks.values()) if (webhook.active) active++;
+        return { active, inactive: state.webhooks.size - active };
+      },
       insert: (record) =>
         run((w) => {
           const hook = w.put('webhooks', { id: w.nextId('webhooks'), ...record } as WebhookRecord);
@@ -442,6 +442,7 @@ export class JsonRepositories implements Repositories {
       },
       nextDueAt: async () => state.lanes.nextDueAt(),
       pendingCount: async () => state.deliveries.size,
+      stats: async () => ({ pending: state.deliveries.size, oldest_pending_at: state.deliveries.oldestCreatedAt() }),
       get: async (id) => state.deliveries.get(id),
     };
   }

@@ -14,6 +14,7 @@ import type {
   WebhookRecord,
 } from '../types.js';
 import type { Change } from '../store.js';
+import { EndpointIndex } from './endpoint-index.js';
 import { OutboxLanes } from './outbox-lanes.js';
 import { DeliveryTable, type PendingSnapshotGroup } from './outbox-table.js';
 import { Table } from './tables.js';
@@ -80,12 +81,15 @@ export class State {
   // Indexed per endpoint by the lanes (see OutboxLanes.ofEndpoint), not by the table.
   readonly deliveries = new DeliveryTable();
   readonly lanes = new OutboxLanes();
+  /** Active endpoints by owner and event name, for matching published events. */
+  readonly endpoints = new EndpointIndex();
   settings: Partial<Settings> = {};
   counters: Record<string, number> = {};
   #settingsView: Readonly<Settings> | null = null;
 
   constructor() {
     this.deliveries.onChange = this.lanes.onChange;
+    this.webhooks.onChange = this.endpoints.onChange;
   }
 
   /** A table by name; the deliveries' has the same surface (see DeliveryTable). */

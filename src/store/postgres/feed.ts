@@ -4,6 +4,10 @@
 // everything (every collection, the outbox) and the log entries made meanwhile, since
 // notifications sent while it was down are lost. New log entries are announced by id: a daemon
 // fetches them only when someone there watches deliveries.
+// A notice arrives a moment after its commit, so caches do not rely on notices alone: before
+// serving, they ask `caughtUp()`, which asks the database (one statement on this connection,
+// shared by every request that came while the last one was out) which cached collections changed
+// since its last snapshot, and publishes those first.
 import pg from 'pg';
 import type { Change, ChangeFeed } from '../store.js';
 import { pgTypes } from './db.js';
@@ -21,6 +25,25 @@ const KEEPALIVE_MS = 10_000;
 /** Log entries made while disconnected that are announced after a reconnect, at most (streams resume by id beyond). */
 const CATCH_UP_MOST = 5_000;
 const COLLECTIONS: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'settings'];
+/** The collections whose writing transactions the database notes in `read_changes` (migration 7). */
+const NOTED: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites'];
+/**
+ * A snapshot older than this is not asked about (everything noted counts as changed instead): the
+ * store's housekeeping drops `read_changes` rows after READ_CHANGES_KEPT_MS, well past it.
+ */
+const BASE_MOST_MS = 60_000;
+/** How long `read_changes` rows are kept (see BASE_MOST_MS); the store's housekeeping prunes them. */
+export const READ_CHANGES_KEPT_MS = 5 * 60_000;
+/**
+ * The snapshot now, and the noted collections changed by transactions committed in it that
+ * `$1` (an earlier snapshot) did not see. By xid, not by order of commit: a transaction that took
+ * its xid early and committed late is still found. Only xids from the older snapshot's xmin on
+ * can be unseen by it: the range read from the primary key is the transactions since.
+ */
+const CHANGED_SINCE_SQL = `SELECT pg_current_snapshot()::text AS snapshot,
+  ARRAY(SELECT DISTINCT collection FROM read_changes
+        WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) AS changed`;
+const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS snapshot';
 
 export class PgChangeFeed implements ChangeFeed {
   readonly synchronous = false;
@@ -32,6 +55,11 @@ export class PgChangeFeed implements ChangeFeed {
   #retryTimer: NodeJS.Timeout | null = null;
   /** The newest log entry announced or present when last connected (null: never connected). */
   #lastLogged: number | null = null;
+  /** The snapshot of the last answered question of caughtUp, and when it was asked (epoch ms). */
+  #base: { snapshot: string; at: number } | null = null;
+  /** The question of caughtUp out now, and the one the calls made meanwhile wait for. */
+  #asking: Promise<boolean> | null = null;
+  #next: Promise<boolean> | null = null;
 
   constructor(
     private readonly connectionString: string,
@@ -46,6 +74,47 @@ export class PgChangeFeed implements ChangeFeed {
   subscribe(listener: (change: Change) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  caughtUp(): Promise<boolean> {
+    if (!this.#asking) return this.#startAsking();
+    // The question out was asked before this call: a commit just before the call may be missing
+    // from its snapshot, so the call waits for the next one (which takes every call made meanwhile).
+    this.#next ??= this.#asking.then(() => {
+      this.#next = null;
+      return this.#asking ?? this.#startAsking();
+    });
+    return this.#next;
+  }
+
+  #startAsking(): Promise<boolean> {
+    const asking = this.#ask().finally(() => {
+      if (this.#asking === asking) this.#asking = null;
+    });
+    this.#asking = asking;
+    return asking;
+  }
+
+  async #ask(): Promise<boolean> {
+    const client = this.#client;
+    if (!client || !this.#connected) return false;
+    const at = Date.now();
+    const base = this.#base && at - this.#base.at < BASE_MOST_MS ? this.#base : null;
+    let row: { snapshot: string; changed?: Array<Extract<Change, { kind: 'record' }>['collection']> };
+    try {
+      const { rows } = base
+        ? await client.query({ name: 'panelctl_changed_since', text: CHANGED_SINCE_SQL, values: [base.snapshot] })
+        : await client.query(SNAPSHOT_SQL);
+      row = rows[0];
+    } catch {
+      // The connection failed under the question: `lost` reconnects; until then nothing is vouched for.
+      return false;
+    }
+    // Each question's snapshot becomes the next one's base only after what it found is published,
+    // so whatever a base saw has been told to the listeners.
+    for (const collection of base ? (row.changed ?? []) : NOTED) this.#emit({ kind: 'record', collection, id: null });
+    if (!this.#base || this.#base.at <= at) this.#base = { snapshot: row.snapshot, at };
+    return true;
   }
 
   /** Connects and LISTENs; rejects when the first connection fails. */

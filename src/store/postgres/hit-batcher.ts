@@ -1,42 +1,83 @@
-// Coalesces request-window hits of one key: while a statement counting hits of the key is in
-// flight, further hits wait, and the next statement counts all of them at once. Every request of
-// a user hits that user's one row, so under load this turns many round trips into one while the
-// count stays exact and shared (the database still counts every hit, nothing is held back).
+// Coalesces request-window hits: while a statement counting hits is in flight, further hits (of
+// any key) wait, and the next statement counts all of them at once, several per key and several
+// keys per statement. Every request of a user hits that user's one row, and every user's hits go
+// together, so under load this turns many round trips into one while the counts stay exact and
+// shared (the database still counts every hit, nothing is held back).
 import type { LimiterRecord } from '../types.js';
-import { KeyedBatcher } from './batcher.js';
 
-/** Counts `hits` hits of `key` at `now` in one statement and answers the row after them. */
-export type CountHits = (key: string, windowMs: number, now: number, hits: number) => Promise<LimiterRecord>;
+/** Hits of one key counted together: `hits` of them, at `now`. */
+export interface KeyHits {
+  key: string;
+  now: number;
+  hits: number;
+}
+
+/** Counts the hits of several keys (each once in `batch`) in windows of `windowMs` in one statement; answers each key's row after them. */
+export type CountHits = (windowMs: number, batch: KeyHits[]) => Promise<Map<string, LimiterRecord>>;
 
 interface Hit {
   key: string;
   windowMs: number;
   now: number;
+  resolve(record: LimiterRecord): void;
+  reject(error: unknown): void;
 }
 
 export class HitBatcher {
-  /** Keyed by window length and key: hits of one key in windows of different lengths are apart. */
-  readonly #batches: KeyedBatcher<Hit, LimiterRecord>;
+  #waiting: Hit[] = [];
+  #inFlight = false;
 
-  constructor(count: CountHits) {
-    this.#batches = new KeyedBatcher(async (_id, hits) => {
-      const { key, windowMs } = hits[0];
-      // The hits are counted when the statement runs: at the latest of their times, so a window
-      // that ended while they waited starts afresh with them rather than taking them as its last.
-      const now = hits.reduce((latest, hit) => Math.max(latest, hit.now), -Infinity);
-      const record = await count(key, windowMs, now, hits.length);
-      // Of N hits counted together, the first to arrive is answered count C-N+1 and the last C.
-      return hits.map((_, i) => ({ ...record, count: record.count - hits.length + 1 + i }));
-    });
-  }
+  constructor(private readonly count: CountHits) {}
 
   /**
    * Counts one hit and answers the state right after it, as if the hits had gone one by one.
    * @example
-   * const batcher = new HitBatcher((key, windowMs, now, hits) => upsert(key, windowMs, now, hits));
+   * const batcher = new HitBatcher((windowMs, batch) => upsert(windowMs, batch));
    * const { count } = await batcher.hit('rl:user:7', 60_000, Date.now());
    */
   hit(key: string, windowMs: number, now: number): Promise<LimiterRecord> {
-    return this.#batches.run(`${windowMs}:${key}`, { key, windowMs, now });
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ key, windowMs, now, resolve, reject });
+      this.#send();
+    });
+  }
+
+  #send(): void {
+    if (this.#inFlight || this.#waiting.length === 0) return;
+    // One window length per statement (the request limits use one); hits of another wait for the next.
+    const windowMs = this.#waiting[0].windowMs;
+    const batch = this.#waiting.filter((hit) => hit.windowMs === windowMs);
+    this.#waiting = this.#waiting.filter((hit) => hit.windowMs !== windowMs);
+    const byKey = new Map<string, Hit[]>();
+    for (const hit of batch) {
+      const hits = byKey.get(hit.key);
+      if (hits) hits.push(hit);
+      else byKey.set(hit.key, [hit]);
+    }
+    // A key's hits are counted when the statement runs: at the latest of their times, so a window
+    // that ended while they waited starts afresh with them rather than taking them as its last.
+    const keys = [...byKey].map(([key, hits]) => ({ key, now: hits.reduce((latest, hit) => Math.max(latest, hit.now), -Infinity), hits: hits.length }));
+    this.#inFlight = true;
+    this.count(windowMs, keys)
+      .then(
+        (records) => {
+          for (const [key, hits] of byKey) {
+            const record = records.get(key);
+            if (!record) {
+              for (const hit of hits) hit.reject(new Error(`the hits of ${key} were not counted`));
+              continue;
+            }
+            // Of N hits counted together, the first to arrive is answered count C-N+1 and the last C.
+            hits.forEach((hit, i) => hit.resolve({ ...record, count: record.count - hits.length + 1 + i }));
+          }
+        },
+        (error: unknown) => {
+          for (const hit of batch) hit.reject(error);
+        },
+      )
+      .finally(() => {
+        this.#inFlight = false;
+        this.#send();
+      });
   }
 }

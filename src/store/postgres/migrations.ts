@@ -589,6 +589,91 @@ END
 $fn$;
 `,
   },
+  {
+    version: 7,
+    name: 'endpoints by event',
+    sql: /* sql */ `
+-- Publishing matched an event against every endpoint, splitting each one's list of events: the
+-- cost grew with the endpoints of every customer. Here each active endpoint has one row per event
+-- name it listens to ('*' being a name of its own), keyed by name and owner, so an event's
+-- endpoints are an index lookup for its owner and one per admin. A trigger keeps the rows in step
+-- with the endpoint in the same transaction, whoever writes it (a daemon, the JSON import); a
+-- removed endpoint, or its removed owner's, takes its rows with it by the cascade.
+CREATE TABLE webhook_events (
+  event text NOT NULL,
+  user_id bigint NOT NULL,
+  endpoint_id bigint NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+  PRIMARY KEY (event, user_id, endpoint_id)
+);
+CREATE INDEX webhook_events_endpoint_id_idx ON webhook_events (endpoint_id);
+-- Admins' endpoints receive every customer's events: the admins are found without reading users.
+CREATE INDEX users_admin_idx ON users (id) WHERE role = 'admin';
+
+-- Spaces are dropped as the matching before this did, so stored lists read the same.
+CREATE FUNCTION panelctl_webhook_events() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    DELETE FROM webhook_events WHERE endpoint_id = OLD.id;
+  END IF;
+  IF NEW.active THEN
+    INSERT INTO webhook_events (event, user_id, endpoint_id)
+    SELECT DISTINCT name, NEW.user_id, NEW.id
+    FROM unnest(string_to_array(replace(NEW.events, ' ', ''), ',')) AS name
+    WHERE name <> '';
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER webhooks_events_insert AFTER INSERT ON webhooks
+  FOR EACH ROW EXECUTE FUNCTION panelctl_webhook_events();
+-- Only a change that alters what the endpoint receives rewrites its rows (not a secret or URL).
+CREATE TRIGGER webhooks_events_update AFTER UPDATE ON webhooks
+  FOR EACH ROW
+  WHEN (OLD.events IS DISTINCT FROM NEW.events OR OLD.active IS DISTINCT FROM NEW.active OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+  EXECUTE FUNCTION panelctl_webhook_events();
+
+INSERT INTO webhook_events (event, user_id, endpoint_id)
+SELECT DISTINCT name, w.user_id, w.id
+FROM webhooks w, unnest(string_to_array(replace(w.events, ' ', ''), ',')) AS name
+WHERE w.active AND name <> '';
+`,
+  },
+  {
+    version: 8,
+    name: 'changes of cached collections by transaction',
+    sql: /* sql */ `
+-- Which transactions changed a collection that daemons cache (see PgChangeFeed.caughtUp): one row
+-- per writing transaction and collection, inserted by a statement trigger in the writer's own
+-- transaction, so it commits (or not) with the change. Readers ask for the rows a snapshot of
+-- theirs did not see, by xid: commit order does not matter, and writers never wait on one
+-- another (each inserts its own row; a counter row would serialise their commits).
+CREATE TABLE read_changes (
+  xid xid8 NOT NULL,
+  collection text NOT NULL,
+  at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (xid, collection)
+);
+CREATE INDEX read_changes_at_idx ON read_changes (at);
+
+CREATE FUNCTION panelctl_note_read_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO read_changes (xid, collection) VALUES (pg_current_xact_id(), TG_TABLE_NAME) ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER users_read_change AFTER INSERT OR UPDATE OR DELETE ON users
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+-- A key's use (last_used_at, written every second under load) changes no caller.
+CREATE TRIGGER api_keys_read_change AFTER INSERT OR DELETE OR UPDATE OF user_id, name, key_hash, key_prefix, expires_at, created_at ON api_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+CREATE TRIGGER subscriptions_read_change AFTER INSERT OR UPDATE OR DELETE ON subscriptions
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+CREATE TRIGGER sites_read_change AFTER INSERT OR UPDATE OR DELETE ON sites
+  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
+`,
+  },
 ];
 
 /**

@@ -24,11 +24,11 @@ import {
 } from '../store.js';
 import { createPool, Notifier, PoolDb, withTransaction } from './db.js';
 import { mapError } from './errors.js';
-import { PgChangeFeed } from './feed.js';
+import { PgChangeFeed, READ_CHANGES_KEPT_MS } from './feed.js';
 import { resolvePgLimits, type PgLimits } from './limits.js';
 import { applyMigrations } from './migrations.js';
 import { QueueVacuum } from './queue-vacuum.js';
-import { CHANNEL, createRepositories, type StoreContext } from './repositories.js';
+import { CHANNEL, createRepositories, timedCommit, type StoreContext } from './repositories.js';
 
 export interface PostgresStoreOptions {
   /** Accepted for the factory's sake: opening migrates an empty database either way. */
@@ -103,6 +103,7 @@ export class PostgresStore implements Store {
       unpruned: new Map(),
       pruned: new Map(),
       publishTaker: null,
+      commitObserver: null,
       vacuum: this.#vacuum,
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
       cacheSettings: (settings) => {
@@ -172,11 +173,16 @@ export class PostgresStore implements Store {
   }
 
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
-    return withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
+    const done = withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
+    return this.#ctx.commitObserver ? timedCommit(this.#ctx, done) : done;
   }
 
   takeOnPublish(taker: PublishTaker | null): void {
     this.#ctx.publishTaker = taker;
+  }
+
+  observeCommits(observer: ((seconds: number) => void) | null): void {
+    this.#ctx.commitObserver = observer;
   }
 
   async sharedSecret(name: string, make: () => string): Promise<string> {
@@ -184,6 +190,15 @@ export class PostgresStore implements Store {
     await this.#db.query('INSERT INTO shared_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, make()]);
     const { rows } = await this.#db.query<{ value: string }>('SELECT value FROM shared_secrets WHERE name = $1', [name]);
     return rows[0].value;
+  }
+
+  async ready(): Promise<string | null> {
+    try {
+      await this.#db.query('SELECT 1 FROM users LIMIT 1');
+      return null;
+    } catch (error) {
+      return `the database does not answer (${(error as Error).message})`;
+    }
   }
 
   async flush(): Promise<void> {
@@ -228,7 +243,10 @@ export class PostgresStore implements Store {
     return this.#flushing;
   }
 
-  /** Drops finished deliveries past their retention and events no delivery refers to any more. */
+  /**
+   * Drops finished deliveries past their retention, events no delivery refers to any more, and
+   * notes of changes older than any snapshot a feed still asks about.
+   */
   async #housekeeping(): Promise<void> {
     const before = Date.now() - SETTLED_RETENTION_MS;
     await this.#db.atomic(async (db) => {
@@ -239,6 +257,7 @@ export class PostgresStore implements Store {
         'DELETE FROM events e WHERE e."timestamp"::timestamptz < to_timestamp($1::double precision / 1000) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)',
         [before],
       );
+      await db.query('DELETE FROM read_changes WHERE at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)', [READ_CHANGES_KEPT_MS]);
     });
   }
 }

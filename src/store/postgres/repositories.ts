@@ -1,5 +1,6 @@
 // The repositories in SQL, bound to a Db: the pool (autocommit, several-row writes in a
 // transaction of their own) or the client of a `store.transaction`.
+import { performance } from 'node:perf_hooks';
 import { DEFAULT_SETTINGS, type Settings, type SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
@@ -28,8 +29,8 @@ import {
 import type { ApiKeyRecord, DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import type pg from 'pg';
 import type { Db, Row } from './db.js';
-import { Batcher, KeyedBatcher } from './batcher.js';
-import { HitBatcher } from './hit-batcher.js';
+import { Batcher } from './batcher.js';
+import { HitBatcher, type KeyHits } from './hit-batcher.js';
 import type { QueueVacuum } from './queue-vacuum.js';
 import {
   insertStatement,
@@ -90,6 +91,8 @@ export interface StoreContext {
   readonly pruned: Map<number, PrunedLog>;
   /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
   publishTaker: PublishTaker | null;
+  /** Told how long each timed write took to commit (see Store.observeCommits); null: none is timed. */
+  commitObserver: ((seconds: number) => void) | null;
   /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
   readonly vacuum: QueueVacuum;
 }
@@ -119,6 +122,20 @@ interface PublishRow extends Row {
 }
 
 /**
+ * The endpoints (`id`, `user_id`) that receive `event` owned by `owner` (SQL expressions; owner
+ * NULL: admins' only), found through webhook_events (migration 7): an index lookup for the owner
+ * and one per admin, so the cost follows the endpoints matched, not the endpoints stored. Those
+ * rows are the active endpoints' only, so publishing needs nothing from webhooks itself: a join
+ * to it was planned as a scan of the table whenever the statistics overrated the matches.
+ */
+const MATCH_SQL = (event: string, owner: string) => /* sql */ `
+    SELECT we.endpoint_id AS id, we.user_id FROM webhook_events we
+    WHERE we.event IN (${event}, '*') AND we.user_id = ${owner}
+    UNION
+    SELECT we.endpoint_id, we.user_id FROM users a JOIN webhook_events we ON we.user_id = a.id
+    WHERE a.role = 'admin' AND we.event IN (${event}, '*')`;
+
+/**
  * Events ($1..$8, one array element each) and one delivery per matching endpoint; answers, per
  * event with deliveries, its position (n, from 1) and their ids, endpoints, owners and whether
  * each was leased, by endpoint. The delivery ids are made before the insert so each can be
@@ -131,7 +148,7 @@ interface PublishRow extends Row {
  * endpoint's backlog had it planned as a scan of the table per matched endpoint (90 ms a
  * publish at 50,000 pending, against under 1 ms).
  */
-const PUBLISH_SQL = /* sql */ `
+export const PUBLISH_SQL = /* sql */ `
 WITH ev AS MATERIALIZED (
   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[])
     WITH ORDINALITY AS ev (id, event, owner_id, data, "timestamp", body, next_attempt_at, created_at, n)
@@ -146,9 +163,7 @@ WITH ev AS MATERIALIZED (
          row_number() OVER (PARTITION BY w.user_id ORDER BY ev.n, w.id) AS owner_rank,
          row_number() OVER (ORDER BY ev.n, w.id) AS rank
   FROM ev
-  JOIN webhooks w ON w.active AND (w.events = '*' OR ev.event = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
-  JOIN users u ON u.id = w.user_id
-  WHERE u.role = 'admin' OR w.user_id = ev.owner_id
+  CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
 ), waiting AS (
   SELECT m.endpoint_id FROM (SELECT DISTINCT endpoint_id FROM matched WHERE $9::text IS NOT NULL) m
   CROSS JOIN LATERAL (
@@ -176,6 +191,15 @@ SELECT p.n, array_agg(p.id ORDER BY p.endpoint_id) AS ids, array_agg(p.endpoint_
 FROM planned p GROUP BY p.n`;
 
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
+/** Resolves as `write` does, telling the commit observer how long it took (when it succeeded). */
+export async function timedCommit<T>(ctx: StoreContext, write: Promise<T>): Promise<T> {
+  const observer = ctx.commitObserver;
+  const started = performance.now();
+  const result = await write;
+  observer?.((performance.now() - started) / 1000);
+  return result;
+}
+
 async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
   const result = await d.query(text, values);
   for (const row of result.rows) d.announce(JSON.stringify({ kind: 'record', collection, id: Number(row.id) }));
@@ -230,17 +254,6 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     if (held && (key.last_used_at === null || held > key.last_used_at)) return { ...key, last_used_at: held };
     return key;
   };
-  // The user comes as one json column: its columns would otherwise clash with the key's.
-  const readCaller = async (keyHash: string): Promise<Row | undefined> =>
-    (await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash])).rows[0];
-  // Concurrent requests with one key share a read made after they all arrived (see KeyedBatcher):
-  // a key deleted before a request came is refused all the same, on every daemon.
-  const callerReads = db.inTransaction
-    ? null
-    : new KeyedBatcher<null, Row | undefined>(async (keyHash, requests) => {
-        const row = await readCaller(keyHash);
-        return requests.map(() => row);
-      });
   const apiKeys: ApiKeysRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM api_keys WHERE id = $1', [id]);
@@ -251,7 +264,10 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
       return rows[0] && withHeldTouch(toApiKey(rows[0]));
     },
     async callerByHash(keyHash) {
-      const row = callerReads ? await callerReads.run(keyHash, null) : await readCaller(keyHash);
+      // The user comes as one json column: its columns would otherwise clash with the key's.
+      // Not batched: the daemon remembers a connection's caller (see plugins/auth.ts).
+      const { rows } = await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash]);
+      const row = rows[0];
       return row && { key: withHeldTouch(toApiKey(row)), user: toUser(row.caller as Row) };
     },
     async listByUser(userId) {
@@ -408,10 +424,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     },
     async subscribedTo(event, ownerId) {
       const { rows } = await db.query(
-        `SELECT w.* FROM webhooks w JOIN users u ON u.id = w.user_id
-         WHERE w.active
-           AND (w.events = '*' OR $1 = ANY (string_to_array(replace(w.events, ' ', ''), ',')))
-           AND (u.role = 'admin' OR w.user_id = $2)
+        `SELECT w.* FROM (${MATCH_SQL('$1::text', '$2::bigint')}) m
+         JOIN webhooks w ON w.id = m.id AND w.active
          ORDER BY w.id`,
         [event, ownerId],
       );
@@ -420,6 +434,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     async count() {
       const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks');
       return rows[0].n;
+    },
+    async countByState() {
+      const { rows } = await db.query<{ active: number; inactive: number }>(
+        'SELECT count(*) FILTER (WHERE active)::int AS active, count(*) FILTER (WHERE NOT active)::int AS inactive FROM webhooks',
+      );
+      return rows[0];
     },
     async insert(record) {
       const { text, values } = insertStatement('webhooks', record);
@@ -483,16 +503,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
   /**
    * Counts `hits` hits of `key` in one statement, so concurrent hits from any number of daemons
    * each count exactly once. A new window starts when the key is not locked and its window ended
-   * or its lock did. A soft statement (request windows) commits without waiting for its WAL
-   * flush: every request of one user updates this one row, and a durable commit keeps the row
-   * locked through an fsync, so that user's requests (on every daemon) went one fsync at a time.
-   * A crash forgets at most the last fraction of a second of such hits (the contract allows a
-   * second).
+   * or its lock did. Request windows are counted by countSoftHits below, with the same rules.
    */
-  const countHits = async (key: string, windowMs: number, now: number, hits: number, soft: boolean) => {
+  const countHits = async (key: string, windowMs: number, now: number, hits: number) => {
     const { rows } = await db.query(
       `INSERT INTO limiter AS l (key, count, window_start, locked_until)
-       SELECT $1, $4::int, $3, 0 ${soft ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS soft" : ''}
+       SELECT $1, $4::int, $3, 0
        ON CONFLICT (key) DO UPDATE SET
          count = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $4::int ELSE l.count + $4::int END,
          window_start = CASE WHEN l.locked_until <= $3 AND (l.window_start + $2 <= $3 OR l.locked_until > 0) THEN $3 ELSE l.window_start END,
@@ -502,13 +518,35 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     );
     return toLimiter(rows[0]);
   };
-  // Request-window hits outside a transaction are coalesced per key (see HitBatcher). Inside a
+  // Request-window hits outside a transaction are coalesced, every key's in one statement (see
+  // HitBatcher), with the rules of countHits per row (`excluded` holds a row's hits and time).
+  // In key order, so two daemons' statements lock shared rows in one order. The statement
+  // commits without waiting for its WAL flush: a durable commit keeps the rows locked through an
+  // fsync, so a user's requests (on every daemon) went one fsync at a time; a crash forgets at
+  // most the last fraction of a second of such hits (the contract allows a second). Inside a
   // transaction a hit commits with it, durably; lockout hits stay one durable statement each.
-  const softHits = db.inTransaction ? null : new HitBatcher((key, windowMs, now, hits) => countHits(key, windowMs, now, hits, true));
+  const countSoftHits = async (windowMs: number, batch: KeyHits[]) => {
+    const sorted = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const { rows } = await db.query(
+      `INSERT INTO limiter AS l (key, count, window_start, locked_until)
+       SELECT h.key, h.hits, h.now, 0
+       FROM unnest($2::text[], $3::bigint[], $4::int[]) WITH ORDINALITY AS h (key, now, hits, n)
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS soft
+       ORDER BY h.n
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN l.locked_until <= excluded.window_start AND (l.window_start + $1 <= excluded.window_start OR l.locked_until > 0) THEN excluded.count ELSE l.count + excluded.count END,
+         window_start = CASE WHEN l.locked_until <= excluded.window_start AND (l.window_start + $1 <= excluded.window_start OR l.locked_until > 0) THEN excluded.window_start ELSE l.window_start END,
+         locked_until = CASE WHEN l.locked_until <= excluded.window_start AND (l.window_start + $1 <= excluded.window_start OR l.locked_until > 0) THEN 0 ELSE l.locked_until END
+       RETURNING *`,
+      [windowMs, sorted.map((h) => h.key), sorted.map((h) => h.now), sorted.map((h) => h.hits)],
+    );
+    return new Map(rows.map((row) => [String(row.key), toLimiter(row)]));
+  };
+  const softHits = db.inTransaction ? null : new HitBatcher(countSoftHits);
   const limiter: LimiterRepository = {
     async hit(key, windowMs, now, options) {
       if (softHits && options?.durable === false) return softHits.hit(key, windowMs, now);
-      return countHits(key, windowMs, now, 1, false);
+      return countHits(key, windowMs, now, 1);
     },
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);
@@ -579,7 +617,7 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     const offer = taker?.offer() ?? null;
     const taken: DeliveryRecord[] = [];
     try {
-      const { rows } = await db.query<PublishRow>(PUBLISH_SQL, [
+      const statement = db.query<PublishRow>(PUBLISH_SQL, [
         batch.map((p) => p.event.id),
         batch.map((p) => p.event.event),
         batch.map((p) => p.event.owner_id),
@@ -599,6 +637,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         (offer?.ownerRoom ?? []).map(([owner]) => owner),
         (offer?.ownerRoom ?? []).map(([, room]) => room),
       ]);
+      // Outside a transaction the statement is its own commit: one of the outbox's hot writes.
+      const { rows } = await (ctx.commitObserver && !db.inTransaction ? timedCommit(ctx, statement) : statement);
       const queued: QueuedDelivery[][] = batch.map(() => []);
       let unleased = false;
       for (const row of rows) {
@@ -707,7 +747,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         } else ctx.unpruned.set(entry.endpoint_id, count);
       }
       const sql = prune.length > 0 ? RECORD_PRUNE_SQL : RECORD_SQL;
-      const { rows } = await work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
+      const statement = work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
+      const { rows } = await (ctx.commitObserver && !work.inTransaction ? timedCommit(ctx, statement) : statement);
       notePruned(ctx, rows[0]);
       announceRecorded(work, rows[0]);
       noteTurnover(ctx, rows[0]);
@@ -735,6 +776,13 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
     async pendingCount() {
       const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE state = 'pending'");
       return rows[0].n;
+    },
+    async stats() {
+      // Both from the pending rows' partial index (created_at is ISO 8601 text: its order is time's).
+      const { rows } = await db.query<{ n: number; oldest: string | null }>(
+        "SELECT count(*)::int AS n, min(created_at) AS oldest FROM deliveries WHERE state = 'pending'",
+      );
+      return { pending: rows[0].n, oldest_pending_at: rows[0].oldest === null ? null : Date.parse(rows[0].oldest) };
     },
     async get(id) {
       const { rows } = await db.query('SELECT * FROM deliveries WHERE id = $1', [id]);

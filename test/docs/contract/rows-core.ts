@@ -10,6 +10,8 @@ export const CORE_ROWS: Row[] = [
   { op: op('GET', 'health'), status: 200, case: 'an admin also gets the detail (pending deliveries, private webhooks)', as: 'admin' },
   { op: op('GET', 'health'), status: 200, case: 'a customer gets the plain answer', as: 'customer' },
   { op: op('GET', 'health'), status: 200, case: 'a bad credential is not refused', as: 'garbage' },
+  { op: op('GET', 'health/ready'), status: 200, case: 'readiness without credentials', as: 'none' },
+  { op: op('GET', 'health/ready'), status: 200, case: 'a credential changes nothing', as: 'customer' },
 
   // auth/login
   { op: op('POST', 'auth/login'), status: 200, case: 'valid email and password', as: 'none', body: { email: 'admin@localhost', password: 'admin-password-1' } },

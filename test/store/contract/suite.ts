@@ -330,6 +330,101 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(ids(await store.webhooks.list({ after: hooks[1].id, limit: 3 }))).toEqual(all.slice(all.indexOf(hooks[1].id) + 1, all.indexOf(hooks[1].id) + 4));
       });
 
+      it('matching follows every change: create, update of events and activity, delete, user delete, rollback; tenancy exact', async () => {
+        const admin = await store.users.insert(userRecord('madmin@example.test', 'admin'));
+        const c1 = await store.users.insert(userRecord('m1@example.test'));
+        const c2 = await store.users.insert(userRecord('m2@example.test'));
+        const hook = (userId: number, events: string, active = true) =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active, created_at: T0, updated_at: T0 });
+        const template = { body: '{}', next_attempt_at: 1, created_at: T0 };
+        // Both ways an event finds its endpoints: the query and the publish that queues deliveries.
+        const matched = async (event: string, ownerId: number | null) => {
+          const named = (await store.webhooks.subscribedTo(event, ownerId)).map((w) => w.id);
+          const queued = (await store.outbox.publish({ ...eventRecord(), event, owner_id: ownerId }, template)).map((q) => q.endpoint_id);
+          expect(queued).toEqual(named);
+          return named;
+        };
+        // Many endpoints that never match, of both customers, around the ones that do.
+        for (let i = 0; i < 30; i++) await hook(i % 2 ? c1.id : c2.id, 'backup.completed');
+        const adminAll = await hook(admin.id, '*');
+        const adminNamed = await hook(admin.id, 'site.deleted');
+        const mine = await hook(c1.id, 'site.created');
+        const mineAll = await hook(c1.id, '*');
+        const theirs = await hook(c2.id, 'site.created,site.deleted');
+        const theirsAll = await hook(c2.id, '*');
+        expect(await matched('site.created', c1.id)).toEqual([adminAll.id, mine.id, mineAll.id]);
+        expect(await matched('site.created', c2.id)).toEqual([adminAll.id, theirs.id, theirsAll.id]);
+        expect(await matched('site.deleted', c1.id)).toEqual([adminAll.id, adminNamed.id, mineAll.id]);
+        expect(await matched('site.deleted', null)).toEqual([adminAll.id, adminNamed.id]);
+        // An admin's own event: their endpoints once each.
+        expect(await matched('site.deleted', admin.id)).toEqual([adminAll.id, adminNamed.id]);
+
+        // Update of the events: the old name stops matching, the new one starts.
+        await store.webhooks.update(mine.id, { events: 'site.deleted', updated_at: T0 });
+        expect(await matched('site.created', c1.id)).toEqual([adminAll.id, mineAll.id]);
+        expect(await matched('site.deleted', c1.id)).toEqual([adminAll.id, adminNamed.id, mine.id, mineAll.id]);
+        // A change that is not of events or activity leaves matching as it was.
+        await store.webhooks.update(mine.id, { url: 'https://other.test/', secret: 't', updated_at: T0 });
+        expect(await matched('site.deleted', c1.id)).toEqual([adminAll.id, adminNamed.id, mine.id, mineAll.id]);
+        // Deactivated: not matched; active again: matched, with the events it had.
+        await store.webhooks.update(mineAll.id, { active: false, updated_at: T0 });
+        await store.webhooks.update(adminAll.id, { active: false, updated_at: T0 });
+        expect(await matched('site.created', c1.id)).toEqual([]);
+        await store.webhooks.update(mineAll.id, { active: true, updated_at: T0 });
+        expect(await matched('site.created', c1.id)).toEqual([mineAll.id]);
+        // Created inactive, then activated together with new events.
+        const later = await hook(c1.id, 'site.created', false);
+        expect(await matched('site.created', c1.id)).toEqual([mineAll.id]);
+        await store.webhooks.update(later.id, { active: true, events: 'site.created,user.deleted', updated_at: T0 });
+        expect(await matched('user.deleted', c1.id)).toEqual([mineAll.id, later.id]);
+
+        // An endpoint made in a transaction that throws is never matched.
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.webhooks.insert({ user_id: c1.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+            await tx.webhooks.update(mineAll.id, { active: false, updated_at: T0 });
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
+        expect(await matched('site.created', c1.id)).toEqual([mineAll.id, later.id]);
+
+        // Deleted: no longer matched.
+        await store.webhooks.remove(later.id);
+        expect(await matched('site.created', c1.id)).toEqual([mineAll.id]);
+        // A deleted user's endpoints go with them; an admin's deletion also ends their share of others' events.
+        await store.users.remove(c2.id);
+        expect(await matched('site.created', c2.id)).toEqual([]);
+        expect(await matched('site.deleted', c1.id)).toEqual([adminNamed.id, mine.id, mineAll.id]);
+        await store.users.remove(admin.id);
+        expect(await matched('site.deleted', c1.id)).toEqual([mine.id, mineAll.id]);
+        expect(await matched('site.deleted', null)).toEqual([]);
+        // A customer made admin receives every customer's events; made customer again, only their own.
+        const c3 = await store.users.insert(userRecord('m3@example.test'));
+        const c3Hook = await hook(c3.id, 'site.deleted');
+        expect(await matched('site.deleted', c1.id)).toEqual([mine.id, mineAll.id]);
+        await store.users.update(c3.id, { role: 'admin', updated_at: T0 });
+        expect(await matched('site.deleted', c1.id)).toEqual([mine.id, mineAll.id, c3Hook.id]);
+        await store.users.update(c3.id, { role: 'customer', updated_at: T0 });
+        expect(await matched('site.deleted', c1.id)).toEqual([mine.id, mineAll.id]);
+      });
+
+      it('an endpoint change on one handle is matched by the next publish on another', async () => {
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        const user = await store.users.insert(userRecord('mh@example.test'));
+        const template = { body: '{}', next_attempt_at: 1, created_at: T0 };
+        const endpointsOf = async (s: Store) =>
+          (await s.outbox.publish({ ...eventRecord(), owner_id: user.id }, template)).map((q) => q.endpoint_id);
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: 'site.created', active: true, created_at: T0, updated_at: T0 });
+        expect(await endpointsOf(other)).toEqual([hook.id]);
+        await store.webhooks.update(hook.id, { events: 'site.deleted', updated_at: T0 });
+        expect(await endpointsOf(other)).toEqual([]);
+        await other.webhooks.update(hook.id, { events: '*', updated_at: T0 });
+        expect(await endpointsOf(store)).toEqual([hook.id]);
+        await other.webhooks.remove(hook.id);
+        expect(await endpointsOf(store)).toEqual([]);
+      });
+
       it('remove takes the endpoint\'s pending deliveries and log with it', async () => {
         const user = await store.users.insert(userRecord('wh@example.test'));
         const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
@@ -757,6 +852,30 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.outbox.pendingCount()).toBe(0);
       });
 
+      it('stats answers the pending count and the oldest pending delivery\'s publish time; countByState the endpoints', async () => {
+        expect(await store.outbox.stats()).toEqual({ pending: 0, oldest_pending_at: null });
+        const { user, hooks } = await endpoints(3, 'stats@example.test');
+        await store.webhooks.update(hooks[2].id, { active: false, updated_at: T0 });
+        expect(await store.webhooks.countByState()).toEqual({ active: 2, inactive: 1 });
+        const newer = delivery(hooks[0].id, user.id, 0, { created_at: '2026-01-01T00:00:05.000Z' });
+        const older = delivery(hooks[1].id, user.id, 0, { created_at: '2026-01-01T00:00:01.000Z' });
+        const newest = delivery(hooks[1].id, user.id, 0, { created_at: '2026-01-01T00:00:09.000Z' });
+        await store.outbox.enqueue(eventRecord(), [newer]);
+        await store.outbox.enqueue(eventRecord(), [older]);
+        await store.outbox.enqueue(eventRecord(), [newest]);
+        expect(await store.outbox.stats()).toEqual({ pending: 3, oldest_pending_at: Date.parse('2026-01-01T00:00:01.000Z') });
+        // A claimed (leased) delivery is still pending; a settled one is not.
+        await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 1, ids: [older.id] });
+        expect((await store.outbox.stats()).pending).toBe(3);
+        await store.outbox.settle('w', [{ id: older.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }]);
+        expect(await store.outbox.stats()).toEqual({ pending: 2, oldest_pending_at: Date.parse('2026-01-01T00:00:05.000Z') });
+        if (backend.openAnother) {
+          const other = await backend.openAnother();
+          opened.push(other);
+          expect(await other.outbox.stats()).toEqual(await store.outbox.stats());
+        }
+      });
+
       it('settle records a retry (claimable when due) and a final outcome (no longer pending)', async () => {
         const { user, hooks } = await endpoints(1);
         const d = delivery(hooks[0].id, user.id, 0);
@@ -1011,6 +1130,44 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         const logged = seen.find(announced)!;
         const told = logged.kind === 'log' ? logged.entry : (await other.deliveryLog.getMany([entry.id]))[0];
         expect(told).toMatchObject({ id: entry.id, endpoint_id: hook.id, delivery_id: entry.delivery_id });
+      });
+
+      it('has told of every committed change of the cached collections once caughtUp() answers true', async () => {
+        const other = backend.openAnother ? await backend.openAnother() : store;
+        if (other !== store) opened.push(other);
+        const heard = new Set<string>();
+        // A synchronous feed tells during the write. Another handle of a shared database is told
+        // by caughtUp itself (id null), whatever notices (which name their row) are on their way.
+        const synchronous = other.changes.synchronous;
+        const unsubscribe = other.changes.subscribe((change) => {
+          if (change.kind === 'record' && (synchronous || change.id === null)) heard.add(change.collection);
+        });
+        /** Once `write` has resolved, the other handle is caught up and has heard of `collection`. */
+        const toldOf = async (collection: string, write: () => Promise<unknown>) => {
+          heard.clear();
+          await write();
+          expect(await other.changes.caughtUp()).toBe(true);
+          expect([...heard], collection).toContain(collection);
+        };
+        // Rounds back to back: a notice alone arrives a moment after the commit.
+        for (let round = 0; round < 20; round++) {
+          const { user, subscription } = await customerWithSubscription(`caught-${round}@example.test`, `caught-${round}.example.test`);
+          let siteId = 0;
+          await toldOf('sites', async () => {
+            siteId = (await store.sites.insert({ subscription_id: subscription.id, domain: `s.caught-${round}.example.test`, created_at: T0 })).id;
+          });
+          await toldOf('sites', () => store.sites.remove(siteId));
+          let keyId = 0;
+          await toldOf('api_keys', async () => {
+            keyId = (await store.apiKeys.insert({ user_id: user.id, name: 'k', key_hash: `${round}`.padStart(64, 'c'), key_prefix: 'ncp_0000000000000000', last_used_at: null, expires_at: null, created_at: T0 })).id;
+          });
+          await toldOf('api_keys', () => store.apiKeys.remove(keyId));
+          await toldOf('subscriptions', () => store.subscriptions.update(subscription.id, { status: 'suspended', updated_at: T0 }));
+          await toldOf('users', () => store.transaction((tx) => tx.users.update(user.id, { name: `renamed ${round}` })));
+          // Removing the user takes its subscriptions with it.
+          await toldOf('subscriptions', () => store.users.remove(user.id));
+        }
+        unsubscribe();
       });
     });
   });

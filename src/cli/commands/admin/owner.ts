@@ -69,7 +69,7 @@ async function findAdmin(paths: DataLayout): Promise<{ id: number; generation: n
 
 /** With the JSON store's daemon running: a client of its API with a short-lived admin JWT; `what` names the action for errors. */
 export async function ownerClient(ctx: Context, paths: DataLayout, what: string): Promise<ApiClient> {
-  const { readState } = await import('../../../daemon/server.js');
+  const { readState } = await import('../../../daemon/state-file.js');
   const { TokenService } = await import('../../../daemon/auth/tokens.js');
   const state = await readState(paths);
   if (!state) throw new CliError(`a daemon holds ${paths.root} but has not written daemon.json yet; try again in a moment`);

@@ -5,7 +5,7 @@ import { EXIT } from '../../../shared/errors.js';
 import { ApiClient } from '../../api-client.js';
 import type { Context } from '../../context.js';
 import { CliError } from '../../errors.js';
-import type { DaemonState } from '../../../daemon/server.js';
+import type { DaemonState } from '../../../daemon/state-file.js';
 
 async function lastLogLine(file: string): Promise<string> {
   try {

@@ -25,6 +25,8 @@ export interface InstallServiceOptions {
   tlsKey?: string;
   allowPrivateWebhooks?: boolean;
   logLevel?: string;
+  metricsPort?: string;
+  metricsHost?: string;
 }
 
 export function daemonInstallServiceCommand(ctx: Context): Command {
@@ -40,6 +42,8 @@ export function daemonInstallServiceCommand(ctx: Context): Command {
     .option('--tls-key <file>', 'daemon start --tls-key for the service')
     .option('--allow-private-webhooks', 'daemon start --allow-private-webhooks for the service')
     .addOption(new Option('--log-level <level>', 'daemon start --log-level for the service').choices(['fatal', 'error', 'warn', 'info', 'debug']))
+    .option('--metrics-port <port>', 'daemon start --metrics-port for the service: Prometheus metrics at http://127.0.0.1:PORT/metrics')
+    .option('--metrics-host <host>', 'daemon start --metrics-host for the service')
     .action(async (options: InstallServiceOptions) => daemonInstallServiceRun(ctx, options));
 }
 
@@ -70,6 +74,15 @@ export function startArgsOf(options: InstallServiceOptions): string[] {
   if (options.tlsCert) args.push('--tls-cert', options.tlsCert, '--tls-key', options.tlsKey!);
   if (options.allowPrivateWebhooks) args.push('--allow-private-webhooks');
   if (options.logLevel) args.push('--log-level', options.logLevel);
+  if (options.metricsPort !== undefined) {
+    const port = Number(options.metricsPort);
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new UsageError(`--metrics-port must be an integer from 1 to 65535, got "${options.metricsPort}"`);
+    args.push('--metrics-port', String(port));
+  }
+  if (options.metricsHost) {
+    if (options.metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
+    args.push('--metrics-host', options.metricsHost);
+  }
   return args;
 }
 

@@ -29,7 +29,7 @@ export function daemonLogsCommand(ctx: Context): Command {
 
 /** The log file: the running daemon's own (daemon.json), else the data directory's daemon.log. */
 async function logFileOf(ctx: Context): Promise<string> {
-  const { readState } = await import('../../../daemon/server.js');
+  const { readState } = await import('../../../daemon/state-file.js');
   const paths = layout(ctx.dataDir());
   return (await readState(paths))?.log_file ?? paths.logFile;
 }

@@ -26,6 +26,8 @@ export interface DaemonStartOptions {
   logFile?: string;
   logMaxSize: string;
   logKeep: string;
+  metricsPort?: string;
+  metricsHost?: string;
 }
 
 export function daemonStartCommand(ctx: Context): Command {
@@ -43,12 +45,14 @@ export function daemonStartCommand(ctx: Context): Command {
     .option('--log-file <file>', 'write the log to FILE as JSON lines, rotated by size (the detached daemon: DATA_DIR/daemon.log)')
     .option('--log-max-size <MB>', 'rotate the log file when it reaches this size', String(DEFAULT_LOG_MAX_BYTES / 1024 / 1024))
     .option('--log-keep <n>', 'rotated log files to keep (daemon.log.1 to daemon.log.N)', String(DEFAULT_LOG_KEEP))
+    .addOption(new Option('--metrics-port <port>', 'serve Prometheus metrics at http://HOST:PORT/metrics (plain HTTP; off unless given)').env('PANELCTL_METRICS_PORT'))
+    .option('--metrics-host <host>', 'address of the metrics listener (default 127.0.0.1)')
     .action(async (options: DaemonStartOptions) => daemonStartRun(ctx, options));
 }
 
-function parsePort(value: string): number {
+function parsePort(value: string, flag = '--port'): number {
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port must be an integer from 0 to 65535, got "${value}"`);
+  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`${flag} must be an integer from 0 to 65535, got "${value}"`);
   return port;
 }
 
@@ -62,6 +66,8 @@ function parseLogRotation(options: DaemonStartOptions): { maxBytes: number; keep
 
 export async function daemonStartRun(ctx: Context, options: DaemonStartOptions): Promise<void> {
   const port = parsePort(options.port);
+  const metricsPort = options.metricsPort === undefined ? undefined : parsePort(options.metricsPort, '--metrics-port');
+  if (options.metricsHost !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
   const rotation = parseLogRotation(options);
   if (Boolean(options.tlsCert) !== Boolean(options.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
   const dir = ctx.dataDir();
@@ -108,6 +114,8 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
         logFile: options.logFile ? resolve(options.logFile) : undefined,
         logMaxBytes: rotation.maxBytes,
         logKeep: rotation.keep,
+        metricsPort,
+        metricsHost: options.metricsHost,
         // On a terminal, lines for people; piped (systemd's journal, a file), JSON lines for tools.
         pretty: !options.logFile && (ctx.io.stdout as NodeJS.WriteStream).isTTY ? { colorize: ctx.colorAllowed } : undefined,
       });
@@ -129,6 +137,8 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   if (!options.tls) args.push('--no-tls');
   if (options.tlsCert) args.push('--tls-cert', options.tlsCert, '--tls-key', options.tlsKey!);
   if (options.allowPrivateWebhooks) args.push('--allow-private-webhooks');
+  if (metricsPort !== undefined) args.push('--metrics-port', String(metricsPort));
+  if (options.metricsHost) args.push('--metrics-host', options.metricsHost);
   const log = openSync(paths.logFile, 'a', 0o600);
   // The database URL may hold a password: it goes to the child in its environment, not its argv.
   const env = databaseUrl ? { ...ctx.env, PANELCTL_DATABASE_URL: databaseUrl } : ctx.env;
@@ -147,6 +157,6 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   });
   child.unref();
   const state = await waitForHealth(ctx, paths, () => exited, 30_000);
-  if (ctx.json) ctx.printJson({ url: state.url, pid: state.pid });
-  else ctx.out(`panelctl daemon running at ${state.url} (pid ${state.pid}); log: ${paths.logFile}`);
+  if (ctx.json) ctx.printJson({ url: state.url, pid: state.pid, ...(state.metrics_url ? { metrics_url: state.metrics_url } : {}) });
+  else ctx.out(`panelctl daemon running at ${state.url} (pid ${state.pid}); log: ${paths.logFile}${state.metrics_url ? `; metrics: ${state.metrics_url}` : ''}`);
 }

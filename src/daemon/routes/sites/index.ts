@@ -12,7 +12,7 @@ import type { SiteRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
 import { resolveSubscription } from '../subscriptions/context.js';
 import { ListMemo } from '../list-memo.js';
-import { pageOf, sendLink } from '../pages.js';
+import { pageOf } from '../pages.js';
 
 function siteView(s: SiteRecord): Site {
   return { id: s.id, subscription_id: s.subscription_id, domain: s.domain, created_at: s.created_at };
@@ -29,15 +29,10 @@ function siteConflict(error: unknown, domain: string, subscriptionId: number): n
 }
 
 export default async function siteRoutes(app: FastifyInstance) {
-  // Dropped on every site change the store reports; only when it reports them before the write
-  // resolves (another daemon's site would otherwise be missing from a memoised list for a moment).
-  const lists = app.store.changes.synchronous ? new ListMemo() : null;
-  if (lists) {
-    const unsubscribe = app.store.changes.subscribe((change) => {
-      if (change.kind === 'record' && change.collection === 'sites') lists.invalidate();
-    });
-    app.addHook('onClose', async () => unsubscribe());
-  }
+  // Answers per caller's view, dropped on every change of sites or subscriptions (which decide
+  // the subscription a view shows and who may see it) the store reports.
+  const lists = new ListMemo(app.store, (change) => change.kind === 'record' && (change.collection === 'sites' || change.collection === 'subscriptions'));
+  app.addHook('onClose', async () => lists.close());
 
   app.get<{ Querystring: ListSitesQuery }>(
     '/sites',
@@ -57,12 +52,13 @@ export default async function siteRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      // Authorisation and the choice of subscription run on every request; only the listing
-      // itself is memoised, per subscription (or "all" for an admin), until a site changes.
-      const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
-      const scope = subscription ? `subscription:${subscription.id}` : principal.role === 'admin' ? 'all' : 'none';
-      const view = `${scope}:${request.query.after ?? ''}:${request.query.limit ?? ''}`;
+      // The whole answer is memoised per caller and query: the choice of subscription and the
+      // authorisation (an answer of 403 or 404 is thrown, never kept) depend on the caller's id
+      // and role and on subscriptions, whose changes drop the memo as site changes do.
+      const caller = principal.role === 'admin' ? 'admin' : `customer:${principal.userId}`;
+      const view = `${caller}:${request.query.subscription_id ?? ''}:${request.query.after ?? ''}:${request.query.limit ?? ''}`;
       const build = async () => {
+        const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
         let sites: SiteRecord[];
         if (subscription) sites = await app.store.sites.listBySubscription(subscription.id);
         else if (principal.role === 'admin') sites = await app.store.sites.list();
@@ -70,11 +66,6 @@ export default async function siteRoutes(app: FastifyInstance) {
         const { items, next } = pageOf(request, sites, request.query);
         return { envelope: ok(items.map(siteView)), next };
       };
-      if (!lists) {
-        const { envelope, next } = await build();
-        sendLink(reply, next);
-        return envelope;
-      }
       return lists.send(reply, view, build);
     },
   );

@@ -1,0 +1,115 @@
+// Two daemons on one PostgreSQL database, each keeping cached reads (site listings, callers of
+// API keys): a change made through one is served by the other's very next request. The change's
+// notice reaches the other daemon a moment after the commit, so each case is repeated many times
+// back to back, alternating the daemons, where a cache trusting notices alone would show the race.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+
+const { url: adminUrl, reason } = pgAdminUrl();
+const ROUNDS = 60;
+
+if (!adminUrl) console.warn(`reads across daemons skipped: ${reason}`);
+
+describe.skipIf(!adminUrl)('cached reads on two daemons of one PostgreSQL database', () => {
+  let daemons: [TestDaemon, TestDaemon];
+  /** Per daemon: the admin's JWT, and API keys of the admin and of a customer (kept on warm connections). */
+  let jwts: [string, string];
+  let adminKey: string;
+  let customerKey: string;
+  let subscriptionId: number;
+
+  beforeAll(async () => {
+    const databaseUrl = await createDatabase(adminUrl!, 'panelctl_reads');
+    const dirs = [await makeDataDir(), await makeDataDir()];
+    await initDataDir(dirs[0], ADMIN_PASSWORD, databaseUrl);
+    daemons = (await Promise.all(dirs.map((dataDir) => startDaemon({ dataDir, databaseUrl })))) as [TestDaemon, TestDaemon];
+    jwts = [await daemons[0].login(), await daemons[1].login()];
+    const [one] = daemons;
+    const settings = await one.request('PUT', '/admin/settings', { token: jwts[0], body: { rate_limit_user_per_minute: 1_000_000 } });
+    expect(settings.status, settings.text).toBe(200);
+    const customer = await one.request('POST', '/admin/users', {
+      token: jwts[0],
+      body: { email: 'reads@example.com', name: 'Reads', password: 'reads-password-1', role: 'customer' },
+    });
+    expect(customer.status, customer.text).toBe(201);
+    const subscription = await one.request('POST', '/admin/subscriptions', { token: jwts[0], body: { customer_id: customer.body.data.id, main_domain: 'reads.example.com' } });
+    expect(subscription.status, subscription.text).toBe(201);
+    subscriptionId = subscription.body.data.id;
+    adminKey = (await one.request('POST', '/auth/api-keys', { token: jwts[0], body: { name: 'reads-admin' } })).body.data.key;
+    const customerJwt = await one.login('reads@example.com', 'reads-password-1');
+    customerKey = (await one.request('POST', '/auth/api-keys', { token: customerJwt, body: { name: 'reads-customer' } })).body.data.key;
+  }, 120_000);
+
+  afterAll(async () => {
+    await daemons?.[0]?.dispose();
+    await daemons?.[1]?.dispose();
+  });
+
+  const domainsOn = async (daemon: TestDaemon, token: string, query = ''): Promise<string[]> => {
+    const listed = await daemon.request('GET', `/sites${query}`, { token });
+    expect(listed.status, listed.text).toBe(200);
+    return (listed.body.data as Array<{ domain: string }>).map((site) => site.domain);
+  };
+
+  it(`serves a site created or deleted on one daemon in the other's next listing (${ROUNDS} rounds each way)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const [writer, reader] = round % 2 === 0 ? daemons : [daemons[1], daemons[0]];
+      const domain = `r${round}.reads.example.com`;
+      // The reader's listings are memoised before the change (each view asked twice).
+      for (let i = 0; i < 2; i++) {
+        expect(await domainsOn(reader, customerKey)).not.toContain(domain);
+        expect(await domainsOn(reader, adminKey, `?subscription_id=${subscriptionId}`)).not.toContain(domain);
+        expect(await domainsOn(reader, adminKey)).not.toContain(domain);
+      }
+      const created = await writer.request('POST', '/sites', { token: customerKey, body: { domain } });
+      expect(created.status, created.text).toBe(201);
+      expect(await domainsOn(reader, customerKey)).toContain(domain);
+      expect(await domainsOn(reader, adminKey, `?subscription_id=${subscriptionId}`)).toContain(domain);
+      expect(await domainsOn(reader, adminKey)).toContain(domain);
+      const deleted = await writer.request('DELETE', `/sites/${created.body.data.id}`, { token: adminKey });
+      expect(deleted.status, deleted.text).toBe(200);
+      expect(await domainsOn(reader, adminKey)).not.toContain(domain);
+      expect(await domainsOn(reader, customerKey)).not.toContain(domain);
+    }
+  }, 300_000);
+
+  it(`refuses an API key deleted on one daemon at the other's next request (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const [writer, reader] = round % 2 === 0 ? daemons : [daemons[1], daemons[0]];
+      const writerJwt = jwts[daemons.indexOf(writer)];
+      const created = await writer.request('POST', '/auth/api-keys', { token: writerJwt, body: { name: `doomed-${round}` } });
+      expect(created.status, created.text).toBe(201);
+      const { id, key } = created.body.data as { id: number; key: string };
+      // Known to the reader (its caller remembered on the connection) before it is deleted.
+      for (let i = 0; i < 3; i++) expect((await reader.request('GET', '/sites', { token: key })).status).toBe(200);
+      const deleted = await writer.request('DELETE', `/auth/api-keys/${id}`, { token: writerJwt });
+      expect(deleted.status, deleted.text).toBe(200);
+      const refused = await reader.request('GET', '/sites', { token: key });
+      expect(refused.status, refused.text).toBe(401);
+      expect(refused.body.error).toBe('not authenticated');
+    }
+  }, 300_000);
+
+  it(`shows an endpoint changed on one daemon in the other's next GET /webhooks/:id (${ROUNDS} rounds)`, async () => {
+    const created = await daemons[0].request('POST', '/webhooks', {
+      token: adminKey,
+      body: { url: 'https://hooks.example.com/r', secret: 'reads-secret', events: 'site.created' },
+    });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.id as number;
+    for (let round = 0; round < ROUNDS; round++) {
+      const [writer, reader] = round % 2 === 0 ? daemons : [daemons[1], daemons[0]];
+      expect((await reader.request('GET', `/webhooks/${id}`, { token: adminKey })).status).toBe(200);
+      const url = `https://hooks.example.com/r${round}`;
+      const events = round % 3 === 0 ? '*' : round % 3 === 1 ? 'site.created,site.deleted' : 'site.deleted';
+      const updated = await writer.request('PUT', `/webhooks/${id}`, { token: adminKey, body: { url, events, active: round % 2 === 0 } });
+      expect(updated.status, updated.text).toBe(200);
+      const shown = await reader.request('GET', `/webhooks/${id}`, { token: adminKey });
+      expect(shown.status, shown.text).toBe(200);
+      expect(shown.body.data).toMatchObject({ url, events, active: round % 2 === 0 });
+      const listed = await reader.request('GET', '/webhooks', { token: adminKey });
+      expect((listed.body.data as Array<{ id: number; url: string }>).find((hook) => hook.id === id)?.url).toBe(url);
+    }
+  }, 300_000);
+});
