@@ -94,14 +94,20 @@ export interface SitesRepository {
   remove(id: number): Promise<SiteRecord | undefined>;
 }
 
+/** A stretch of a list in id order: the records past `after`, at most `limit` of them (default: all). */
+export interface IdRange {
+  after?: number;
+  limit?: number;
+}
+
 export interface WebhooksRepository {
   get(id: number): Promise<WebhookRecord | undefined>;
   /** The endpoints among `ids` that exist, by id (a dispatcher reads a claimed batch's in one go). */
   getMany(ids: number[]): Promise<WebhookRecord[]>;
-  /** Every endpoint, by id. */
-  list(): Promise<WebhookRecord[]>;
-  /** A user's endpoints, by id. */
-  listByUser(userId: number): Promise<WebhookRecord[]>;
+  /** Every endpoint (within `range`), by id. */
+  list(range?: IdRange): Promise<WebhookRecord[]>;
+  /** A user's endpoints (within `range`), by id: a page of a large tenant's list reads that page. */
+  listByUser(userId: number, range?: IdRange): Promise<WebhookRecord[]>;
   /**
    * The endpoints that receive `event` owned by `ownerId`: active, subscribed to it (by name or
    * `*`), and the owner's or an admin's. `ownerId` null: admins' endpoints only. By id.
@@ -310,8 +316,39 @@ export interface DeliveryLogQuery {
   since?: number;
 }
 
+/** A failed attempt as an endpoint's health reads it. */
+export type HealthAttempt = Pick<DeliveryLogEntry, 'delivery_id' | 'attempt' | 'created_at'>;
+
+/**
+ * What an endpoint's health is read from: its log's last 100 attempts, summarised by the store
+ * as attempts are recorded, so a list of endpoints does not read their logs.
+ */
+export interface LogHealth {
+  /** Attempts in the log (at most 100). */
+  attempts: number;
+  successes: number;
+  /** The newest successful attempt's time. */
+  last_success_at: string | null;
+  /** The newest failed attempt, with what tells why it failed. */
+  last_failure: Pick<DeliveryLogEntry, 'success' | 'created_at' | 'reason' | 'status_code' | 'response'> | null;
+  /** The failed attempts newer than the newest successful one (all of them without one), newest first. */
+  failures: HealthAttempt[];
+}
+
 /** Delivery logs: the last 100 attempts of each endpoint, newest first. */
 export interface DeliveryLogRepository {
+  /**
+   * The health summary of each endpoint among `endpointIds` (by id; an endpoint without attempts
+   * has a summary with none). Null for an endpoint whose log does not fit the summary (a
+   * delivery's newest attempt that is not its last, or a success followed by another attempt of
+   * the same delivery): its health is then read from `list`.
+   */
+  health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>>;
+  /**
+   * A value that changes whenever the endpoint's last 100 entries change, cheaper to read than
+   * they are: an answer built from `list` after reading it may be reused while it is unchanged.
+   */
+  revision(endpointId: number): Promise<string>;
   /** Assigns each entry its id: increasing integers, short enough to type. */
   append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;

@@ -1,6 +1,7 @@
 // Endpoint health, read from the endpoint's delivery log (its last 100 attempts): failed
 // deliveries in a row, the last success and failure, the success rate. Also what a delivery's
 // final outcome was, which the auto-disable and recovery both need.
+import type { LogHealth } from '../../store/store.js';
 import type { DeliveryLogEntry } from '../../store/types.js';
 import { MAX_ATTEMPTS } from './dispatcher.js';
 /**
@@ -30,7 +31,7 @@ export interface DeliveryOutcome {
 }
 
 /** The reason of a failed entry: its own, or for older entries the status or response. */
-export function entryReason(entry: DeliveryLogEntry): string | null {
+export function entryReason(entry: Pick<DeliveryLogEntry, 'success' | 'reason' | 'status_code' | 'response'>): string | null {
   if (entry.success) return null;
   if (entry.reason) return entry.reason;
   return entry.status_code ? `HTTP ${entry.status_code}` : entry.response || 'failed';
@@ -86,6 +87,36 @@ export function computeHealth(entries: readonly DeliveryLogEntry[], resetAt: str
   for (const delivery of deliveryOutcomes(entries, nowMs)) {
     if (delivery.outcome === 'pending') continue;
     if (delivery.outcome === 'succeeded' || Date.parse(delivery.last.created_at) < resetMs) break;
+    health.consecutive_failures++;
+  }
+  return health;
+}
+
+/**
+ * The same health as computeHealth over the log the summary was made of (the store keeps the
+ * summary as attempts are recorded; null summaries are read from the log instead).
+ * @example
+ * healthFromSummary((await store.deliveryLog.health([id])).get(id)!, endpoint.health_reset_at ?? null, Date.now());
+ */
+export function healthFromSummary(summary: LogHealth, resetAt: string | null, nowMs: number): EndpointHealth {
+  const failure = summary.last_failure;
+  const health: EndpointHealth = {
+    consecutive_failures: 0,
+    last_success_at: summary.last_success_at,
+    last_failure_at: failure?.created_at ?? null,
+    last_failure_reason: failure ? entryReason(failure) : null,
+    success_rate: summary.attempts ? Math.round((summary.successes / summary.attempts) * 1000) / 1000 : null,
+  };
+  // Deliveries since the newest success, each by its newest attempt (as deliveryOutcomes reads them).
+  const resetMs = resetAt ? Date.parse(resetAt) : -Infinity;
+  const seen = new Set<string>();
+  for (const attempt of summary.failures) {
+    if (seen.has(attempt.delivery_id)) continue;
+    seen.add(attempt.delivery_id);
+    const createdMs = Date.parse(attempt.created_at);
+    const pending = attempt.attempt < MAX_ATTEMPTS && nowMs - createdMs <= RETRY_GIVEN_UP_MS;
+    if (pending) continue;
+    if (createdMs < resetMs) break;
     health.consecutive_failures++;
   }
   return health;

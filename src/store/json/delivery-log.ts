@@ -1,15 +1,18 @@
 // Delivery logs, one JSON-lines file per endpoint under deliveries/. Entry ids come from the
 // store's counter (increasing integers, short enough to type). Recording an attempt
 // appends one line to that endpoint's file only, so its cost does not grow with the number
-// of endpoints. A file is cut back to the newest 100 entries once it holds 200. Logs are
-// read from disk on request, so memory does not grow with log size, and at most
+// of endpoints. A file is cut back to the newest 100 entries once it holds 200. The last 100
+// entries of recently read logs are kept parsed in memory and kept current by appends, within a
+// byte budget (least recently read logs are dropped first and read from disk again when asked
+// for); every log read or written keeps a small health summary (HealthWindow). At most
 // MAX_OPEN_FILES file handles stay open however many endpoints there are.
 import { mkdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DeliveryLogQuery, DeliveryLogRepository } from '../store.js';
+import type { DeliveryLogQuery, DeliveryLogRepository, LogHealth } from '../store.js';
 import type { DeliveryLogEntry } from '../types.js';
 import { AppendLog } from './append-log.js';
 import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
+import { HealthWindow } from './log-health.js';
 
 export const LOG_RETENTION = 100;
 const MAX_OPEN_FILES = 1024;
@@ -21,6 +24,29 @@ const MAX_OPEN_FILES = 1024;
 const IDLE_CLOSE_MS = 1_000;
 /** Entries kept in memory for reconnecting streams (`since`). */
 const RECENT = 1000;
+/**
+ * Serialized size of the parsed log entries kept in memory, all logs together: a few hundred
+ * full logs, so the logs being watched are served without reading a file while 10,000 endpoints
+ * with full logs cannot fill the heap (parsed entries take a few times their JSON size).
+ */
+export const LOG_CACHE_BYTES = 16 * 2 ** 20;
+/** Logs read at once when many endpoints' health is asked for that is not in memory yet. */
+const LOAD_CONCURRENCY = 8;
+/** Reads of a log that appends keep overtaking before one is answered without being kept. */
+const MAX_LOAD_TRIES = 3;
+
+/** An endpoint's newest entries (at most the retention), oldest first, with their serialized sizes. */
+interface CachedLog {
+  entries: DeliveryLogEntry[];
+  sizes: number[];
+  bytes: number;
+}
+
+export interface DeliveryLogOptions {
+  retention?: number;
+  /** See LOG_CACHE_BYTES. */
+  cacheBytes?: number;
+}
 
 export interface DeliveryLogHost {
   /**
@@ -41,17 +67,35 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   /** Endpoints removed in this process: a late attempt must not bring their file back. */
   readonly #removed = new Set<number>();
   #latest: DeliveryLogEntry[] = [];
+  /** Parsed logs, least recently used first. */
+  readonly #cache = new Map<number, CachedLog>();
+  #cachedBytes = 0;
+  /** Health summaries of the endpoints read or written since the store opened. */
+  readonly #health = new Map<number, HealthWindow>();
+  /** Appends started per endpoint: a log read from disk meanwhile may miss one, so it is not kept. */
+  readonly #versions = new Map<number, number>();
+  readonly #loading = new Map<number, Promise<CachedLog>>();
+  private readonly retention: number;
+  private readonly cacheBytes: number;
 
   constructor(
     readonly dir: string,
     private readonly host: DeliveryLogHost,
     private readonly ops: FileOps = realFileOps,
-    private readonly retention = LOG_RETENTION,
-  ) {}
+    options: DeliveryLogOptions = {},
+  ) {
+    this.retention = options.retention ?? LOG_RETENTION;
+    this.cacheBytes = options.cacheBytes ?? LOG_CACHE_BYTES;
+  }
 
-  static async open(dir: string, host: DeliveryLogHost, ops?: FileOps): Promise<JsonDeliveryLog> {
+  static async open(dir: string, host: DeliveryLogHost, ops?: FileOps, options?: DeliveryLogOptions): Promise<JsonDeliveryLog> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    return new JsonDeliveryLog(dir, host, ops);
+    return new JsonDeliveryLog(dir, host, ops, options);
+  }
+
+  /** What the parsed-log cache holds (for tests of its bound). */
+  cacheStats(): { logs: number; bytes: number; budget: number } {
+    return { logs: this.#cache.size, bytes: this.#cachedBytes, budget: this.cacheBytes };
   }
 
   async append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]> {
@@ -101,7 +145,24 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     this.#lineCounts.set(endpointId, count);
     const log = this.#log(endpointId);
     this.#touch(endpointId, log);
-    const written = log.append(JSON.stringify(full));
+    const line = JSON.stringify(full);
+    const written = log.append(line);
+    this.#versions.set(endpointId, (this.#versions.get(endpointId) ?? 0) + 1);
+    this.#health.get(endpointId)?.add(full);
+    const cached = this.#cache.get(endpointId);
+    if (cached) {
+      cached.entries.push(full);
+      cached.sizes.push(line.length);
+      cached.bytes += line.length;
+      this.#cachedBytes += line.length;
+      if (cached.entries.length > this.retention) {
+        cached.entries.shift();
+        const size = cached.sizes.shift()!;
+        cached.bytes -= size;
+        this.#cachedBytes -= size;
+      }
+      this.#evict();
+    }
     if (count >= this.retention * 2 && !this.#compacting.has(endpointId)) {
       // A failed compaction (a full disk) only leaves the file longer: the next one retries.
       const job = this.#compact(endpointId)
@@ -113,8 +174,9 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   }
 
   async list(endpointId: number, query: DeliveryLogQuery = {}): Promise<DeliveryLogEntry[]> {
-    await this.#log(endpointId).idle();
-    let entries = (await this.#read(endpointId)).slice(-this.retention).reverse();
+    const window = (await this.#window(endpointId)).entries;
+    let entries: DeliveryLogEntry[] = new Array(window.length);
+    for (let i = 0; i < window.length; i++) entries[i] = window[window.length - 1 - i];
     if (query.failed !== undefined) entries = entries.filter((e) => e.success !== query.failed);
     if (query.event !== undefined) entries = entries.filter((e) => e.event === query.event);
     if (query.since !== undefined) entries = entries.filter((e) => Date.parse(e.created_at) >= query.since!);
@@ -122,16 +184,107 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   }
 
   async get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined> {
-    return (await this.list(endpointId)).find((entry) => entry.id === entryId);
+    return (await this.#window(endpointId)).entries.find((entry) => entry.id === entryId);
+  }
+
+  /** Appends counted in this process (entries are never changed, and a removed log is gone). */
+  async revision(endpointId: number): Promise<string> {
+    return String(this.#versions.get(endpointId) ?? 0);
+  }
+
+  async health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>> {
+    const missing = endpointIds.filter((id) => !this.#health.has(id));
+    const read = new Map<number, CachedLog>();
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < missing.length; i = next++) read.set(missing[i], await this.#window(missing[i]));
+    };
+    await Promise.all(Array.from({ length: Math.min(LOAD_CONCURRENCY, missing.length) }, worker));
+    const out = new Map<number, LogHealth | null>();
+    for (const id of endpointIds) out.set(id, (this.#health.get(id) ?? this.#summarise(read.get(id)?.entries ?? [])).summary());
+    return out;
+  }
+
+  #summarise(entries: readonly DeliveryLogEntry[]): HealthWindow {
+    const health = new HealthWindow(this.retention);
+    for (const entry of entries) health.add(entry);
+    return health;
+  }
+
+  /** The endpoint's newest entries, oldest first: from memory, else read from its file (and kept). */
+  async #window(endpointId: number): Promise<CachedLog> {
+    const cached = this.#cache.get(endpointId);
+    if (cached) {
+      this.#cache.delete(endpointId);
+      this.#cache.set(endpointId, cached);
+      return cached;
+    }
+    let loading = this.#loading.get(endpointId);
+    if (!loading) {
+      loading = this.#load(endpointId).finally(() => this.#loading.delete(endpointId));
+      this.#loading.set(endpointId, loading);
+    }
+    return loading;
+  }
+
+  async #load(endpointId: number): Promise<CachedLog> {
+    for (let tries = 1; ; tries++) {
+      const version = this.#versions.get(endpointId) ?? 0;
+      await this.#logs.get(endpointId)?.idle();
+      const text = await this.#text(endpointId);
+      const entries: DeliveryLogEntry[] = [];
+      const sizes: number[] = [];
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        try {
+          entries.push(JSON.parse(line) as DeliveryLogEntry);
+          sizes.push(line.length);
+        } catch {
+          // A torn line from a crash mid-append: skip it, the outbox still has the delivery.
+        }
+      }
+      const from = Math.max(0, entries.length - this.retention);
+      const log: CachedLog = { entries: entries.slice(from), sizes: sizes.slice(from), bytes: 0 };
+      for (const size of log.sizes) log.bytes += size;
+      // An append started while the file was read may or may not be in the text: read it again,
+      // or under a steady stream of appends answer what was read, as an uncached read would.
+      if ((this.#versions.get(endpointId) ?? 0) !== version) {
+        if (tries < MAX_LOAD_TRIES) continue;
+        return log;
+      }
+      if (this.#removed.has(endpointId)) return log;
+      if (!this.#health.has(endpointId)) this.#health.set(endpointId, this.#summarise(log.entries));
+      this.#cache.set(endpointId, log);
+      this.#cachedBytes += log.bytes;
+      this.#evict(endpointId);
+      return log;
+    }
+  }
+
+  /** Drops the least recently used logs beyond the budget (but not `keep`, just read). */
+  #evict(keep?: number): void {
+    for (const [id, log] of this.#cache) {
+      if (this.#cachedBytes <= this.cacheBytes) return;
+      if (id === keep) continue;
+      this.#cache.delete(id);
+      this.#cachedBytes -= log.bytes;
+    }
   }
 
   async removeEndpoint(endpointId: number): Promise<void> {
     this.#removed.add(endpointId);
+    this.#versions.set(endpointId, (this.#versions.get(endpointId) ?? 0) + 1);
     await this.#compacting.get(endpointId);
     await this.#logs.get(endpointId)?.close();
     this.#logs.delete(endpointId);
     this.#recent.delete(endpointId);
     this.#lineCounts.delete(endpointId);
+    this.#health.delete(endpointId);
+    const cached = this.#cache.get(endpointId);
+    if (cached) {
+      this.#cache.delete(endpointId);
+      this.#cachedBytes -= cached.bytes;
+    }
     await rm(this.#path(endpointId), { force: true });
   }
 
@@ -189,19 +342,6 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
       throw error;
     }
-  }
-
-  async #read(endpointId: number): Promise<DeliveryLogEntry[]> {
-    const entries: DeliveryLogEntry[] = [];
-    for (const line of (await this.#text(endpointId)).split('\n')) {
-      if (!line) continue;
-      try {
-        entries.push(JSON.parse(line) as DeliveryLogEntry);
-      } catch {
-        // A torn line from a crash mid-append: skip it, the outbox still has the delivery.
-      }
-    }
-    return entries;
   }
 
   /** Cuts the file back to its newest entries, as text: no parsing on the delivery path. */

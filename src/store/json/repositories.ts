@@ -13,6 +13,7 @@ import {
   type DeliveryOutcome,
   type DeliveryTemplate,
   type HitOptions,
+  type IdRange,
   type LimiterRepository,
   type NewRecord,
   type OutboxRepository,
@@ -51,6 +52,15 @@ const byId = <T extends { id: number }>(a: T, b: T) => a.id - b.id;
 
 function sorted<T extends { id: number }>(records: T[]): T[] {
   return records.sort(byId);
+}
+
+/** The part of `records` (by id) that `range` names. */
+function within<T extends { id: number }>(records: T[], range: IdRange = {}): T[] {
+  const { after, limit } = range;
+  if (after === undefined && limit === undefined) return records;
+  let from = 0;
+  if (after !== undefined) while (from < records.length && records[from].id <= after) from++;
+  return records.slice(from, limit === undefined ? undefined : from + limit);
 }
 
 export class JsonRepositories implements Repositories {
@@ -256,8 +266,8 @@ export class JsonRepositories implements Repositories {
     this.webhooks = {
       get: async (id) => state.webhooks.get(id),
       getMany: async (ids) => sorted([...new Set(ids)].flatMap((id) => state.webhooks.get(id) ?? [])),
-      list: async () => sorted(state.webhooks.values()),
-      listByUser: async (userId) => sorted(state.webhooks.byGroup('user', userId)),
+      list: async (range) => within(sorted(state.webhooks.values()), range),
+      listByUser: async (userId, range) => within(sorted(state.webhooks.byGroup('user', userId)), range),
       subscribedTo: async (event, ownerId) => subscribedTo(event, ownerId),
       count: async () => state.webhooks.size,
       countByState: async () => {

@@ -2,6 +2,7 @@
 // here, PostgreSQL in contract-postgres.test.ts) and the backend that passes it is done.
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { computeHealth, healthFromSummary } from '../../../src/daemon/dispatcher/health.js';
 import { DEFAULT_SETTINGS } from '../../../src/shared/settings.js';
 import { StoreConflictError, type Change, type ClaimOptions, type Store } from '../../../src/store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, EventRecord, UserRecord } from '../../../src/store/types.js';
@@ -311,6 +312,22 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.webhooks.get(other.id)).toEqual(other);
         expect(await store.webhooks.getMany([unrelated.id, all.id, 999_999, all.id])).toEqual([all, unrelated]);
         expect(await store.webhooks.getMany([])).toEqual([]);
+      });
+
+      it('list and listByUser read a stretch in id order: past `after`, at most `limit`', async () => {
+        const a = await store.users.insert(userRecord('range-a@example.test'));
+        const b = await store.users.insert(userRecord('range-b@example.test'));
+        const hooks = [];
+        for (let i = 0; i < 6; i++) hooks.push(await store.webhooks.insert({ user_id: i % 2 ? b.id : a.id, url: `https://h${i}.test/`, secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 }));
+        const ids = (records: Array<{ id: number }>) => records.map((r) => r.id);
+        const ofA = hooks.filter((h) => h.user_id === a.id).map((h) => h.id);
+        expect(ids(await store.webhooks.listByUser(a.id))).toEqual(ofA);
+        expect(ids(await store.webhooks.listByUser(a.id, { limit: 2 }))).toEqual(ofA.slice(0, 2));
+        expect(ids(await store.webhooks.listByUser(a.id, { after: ofA[0] }))).toEqual(ofA.slice(1));
+        expect(ids(await store.webhooks.listByUser(a.id, { after: ofA[0], limit: 1 }))).toEqual([ofA[1]]);
+        expect(ids(await store.webhooks.listByUser(a.id, { after: ofA[2] }))).toEqual([]);
+        const all = ids(await store.webhooks.list());
+        expect(ids(await store.webhooks.list({ after: hooks[1].id, limit: 3 }))).toEqual(all.slice(all.indexOf(hooks[1].id) + 1, all.indexOf(hooks[1].id) + 4));
       });
 
       it('matching follows every change: create, update of events and activity, delete, user delete, rollback; tenancy exact', async () => {
@@ -981,6 +998,86 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         const kept = await store.deliveryLog.list(hook.id, { limit: 500 });
         expect(kept).toHaveLength(100);
         expect(kept[0].id).toBe(last!.id);
+      });
+
+      it('health summarises each endpoint\'s last 100 attempts as computeHealth reads them from list, in one call', async () => {
+        const user = await store.users.insert(userRecord('health@example.test'));
+        const hook = async () => store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const [empty, mixed, failing, rolled] = [await hook(), await hook(), await hook(), await hook()];
+        const at = (s: number) => new Date(Date.parse(T0) + s * 1000).toISOString();
+        const retried = randomUUID();
+        await store.deliveryLog.append([
+          logEntry(mixed.id, { created_at: at(1) }),
+          logEntry(mixed.id, { delivery_id: retried, success: false, status_code: 500, reason: 'HTTP 500', created_at: at(2) }),
+          logEntry(mixed.id, { delivery_id: retried, attempt: 2, created_at: at(4) }),
+          logEntry(mixed.id, { success: false, status_code: 0, response: 'connect ECONNREFUSED', reason: 'connection refused', created_at: at(10) }),
+          logEntry(mixed.id, { success: false, status_code: 502, created_at: at(20) }),
+        ]);
+        // Batches through record, as the dispatcher writes them: deliveries failing twice, one pending retry last.
+        for (let i = 0; i < 3; i++) {
+          const id = randomUUID();
+          await store.outbox.record('w', [], [logEntry(failing.id, { delivery_id: id, success: false, status_code: 503, reason: 'HTTP 503', created_at: at(30 + i * 10) })]);
+          await store.outbox.record('w', [], [logEntry(failing.id, { delivery_id: id, attempt: 2, success: false, status_code: 503, reason: 'HTTP 503', created_at: at(32 + i * 10) })]);
+        }
+        await store.deliveryLog.append([logEntry(failing.id, { success: false, status_code: 500, reason: 'HTTP 500', created_at: at(100) })]);
+        // 130 attempts: the first 30 (the only successes) leave the window.
+        for (let i = 0; i < 13; i++) {
+          await store.deliveryLog.append(Array.from({ length: 10 }, (_, j) => logEntry(rolled.id, i < 3 ? { created_at: at(i * 10 + j) } : { success: false, status_code: 500, attempt: 2, created_at: at(i * 10 + j) })));
+        }
+        const ids = [empty.id, mixed.id, failing.id, rolled.id, 999_999_999];
+        const summaries = await store.deliveryLog.health(ids);
+        expect([...summaries.keys()].sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+        expect(summaries.get(empty.id)).toEqual({ attempts: 0, successes: 0, last_success_at: null, last_failure: null, failures: [] });
+        expect(summaries.get(999_999_999)).toEqual({ attempts: 0, successes: 0, last_success_at: null, last_failure: null, failures: [] });
+        expect(summaries.get(mixed.id)).toMatchObject({ attempts: 5, successes: 2, last_success_at: at(4), last_failure: { created_at: at(20), status_code: 502, reason: null } });
+        expect(summaries.get(mixed.id)!.failures.map((f) => f.created_at)).toEqual([at(20), at(10)]);
+        expect(summaries.get(failing.id)).toMatchObject({ attempts: 7, successes: 0, last_success_at: null, last_failure: { created_at: at(100), reason: 'HTTP 500' } });
+        expect(summaries.get(failing.id)!.failures).toHaveLength(7);
+        expect(summaries.get(rolled.id)).toMatchObject({ attempts: 100, successes: 0, last_success_at: null });
+        expect(summaries.get(rolled.id)!.failures).toHaveLength(100);
+        // The health the API shows is the same from the summary as from the log, whenever it is asked and whatever the reset.
+        for (const hookId of ids) {
+          const entries = await store.deliveryLog.list(hookId);
+          for (const now of [at(50), at(101), at(200), at(100_000)]) {
+            for (const reset of [null, at(5), at(45), at(115)]) {
+              expect(healthFromSummary(summaries.get(hookId)!, reset, Date.parse(now)), `endpoint ${hookId} at ${now}, reset ${reset}`).toEqual(computeHealth(entries, reset, Date.parse(now)));
+            }
+          }
+        }
+        expect(await store.deliveryLog.health([])).toEqual(new Map());
+      });
+
+      it('health keeps up with appends, and leaves a log it cannot summarise to be read whole', async () => {
+        const user = await store.users.insert(userRecord('health-odd@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        await store.deliveryLog.append([logEntry(hook.id, { success: false, status_code: 500 })]);
+        expect((await store.deliveryLog.health([hook.id])).get(hook.id)).toMatchObject({ attempts: 1, successes: 0 });
+        const delivery = randomUUID();
+        await store.deliveryLog.append([logEntry(hook.id, { delivery_id: delivery })]);
+        expect((await store.deliveryLog.health([hook.id])).get(hook.id)).toMatchObject({ attempts: 2, successes: 1, last_success_at: T0, failures: [] });
+        // A success followed by another attempt of the same delivery: not a shape health expects.
+        await store.deliveryLog.append([logEntry(hook.id, { delivery_id: delivery, attempt: 2, success: false, status_code: 500 })]);
+        expect((await store.deliveryLog.health([hook.id])).get(hook.id)).toBeNull();
+      });
+
+      it('revision moves with every entry appended and stays while the log is unchanged', async () => {
+        const user = await store.users.insert(userRecord('rev@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const other = await store.webhooks.insert({ user_id: user.id, url: 'https://o.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const seen = new Set<string>();
+        const first = await store.deliveryLog.revision(hook.id);
+        seen.add(first);
+        expect(await store.deliveryLog.revision(hook.id)).toBe(first);
+        for (let i = 0; i < 120; i++) {
+          await (i % 2 ? store.outbox.record('w', [], [logEntry(hook.id)]) : store.deliveryLog.append([logEntry(hook.id)]));
+          const revision = await store.deliveryLog.revision(hook.id);
+          expect(seen.has(revision), `revision after append ${i + 1}`).toBe(false);
+          seen.add(revision);
+        }
+        const last = await store.deliveryLog.revision(hook.id);
+        await store.deliveryLog.append([logEntry(other.id)]);
+        await store.deliveryLog.list(hook.id);
+        expect(await store.deliveryLog.revision(hook.id)).toBe(last);
       });
 
       it('getMany reads entries by id, oldest first', async () => {

@@ -12,8 +12,9 @@ import type { PublishInput } from '../../dispatcher/bus.js';
 import { DeliveryNotAttempted, RETRY_DELAY_MS } from '../../dispatcher/dispatcher.js';
 import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
+import { LogMemo } from './log-memo.js';
 import { parseTime } from './times.js';
-import { pageOf, sendLink } from '../pages.js';
+import { pageOf } from '../pages.js';
 
 const tags = ['webhooks'];
 export const DEFAULT_TEST_MESSAGE = 'This is a test webhook from panelctl';
@@ -25,6 +26,9 @@ function outcome(entry: DeliveryLogEntry): string {
 }
 
 export default async function deliveryRoutes(app: FastifyInstance) {
+  // Answers kept per endpoint and query while the store's revision of the log is unchanged.
+  const logs = new LogMemo();
+
   /**
    * Queues a manual delivery to one endpoint, has this daemon's dispatcher claim it at once
    * (past every other endpoint's queue), and waits for its first attempt's log entry, which
@@ -71,21 +75,26 @@ export default async function deliveryRoutes(app: FastifyInstance) {
       const { success, event, since } = request.query;
       const sinceMs = since === undefined ? undefined : parseTime('since', since);
       const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));
-      let entries = await app.store.deliveryLog.list(id);
-      if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
-      if (events) entries = entries.filter((entry) => events.has(entry.event));
-      if (sinceMs !== undefined) entries = entries.filter((entry) => Date.parse(entry.created_at) >= sinceMs);
-      const { items, next } = pageOf(request, entries, request.query, 'desc');
-      sendLink(reply, next);
-      // Entries recorded without request_headers or reason (seeded, or older builds) get an empty
-      // set and a reason read from their status or response.
-      return ok(
-        items.map((entry) => ({
-          ...entry,
-          request_headers: entry.request_headers ?? {},
-          reason: entry.reason !== undefined ? entry.reason : entryReason(entry),
-        })),
-      );
+      const build = async () => {
+        let entries = await app.store.deliveryLog.list(id);
+        if (success !== undefined) entries = entries.filter((entry) => entry.success === success);
+        if (events) entries = entries.filter((entry) => events.has(entry.event));
+        if (sinceMs !== undefined) entries = entries.filter((entry) => Date.parse(entry.created_at) >= sinceMs);
+        const { items, next } = pageOf(request, entries, request.query, 'desc');
+        // Entries recorded without request_headers or reason (seeded, or older builds) get an empty
+        // set and a reason read from their status or response.
+        const envelope = ok(
+          items.map((entry) => ({
+            ...entry,
+            request_headers: entry.request_headers ?? {},
+            reason: entry.reason !== undefined ? entry.reason : entryReason(entry),
+          })),
+        );
+        return { envelope, next };
+      };
+      // The view is the request's query string (the next page's URL is built from it too).
+      const revision = await app.store.deliveryLog.revision(id);
+      return logs.send(reply, id, request.url.split('?')[1] ?? '', revision, build);
     },
   );
 

@@ -19,6 +19,7 @@ import { privateTargetsAllowed } from '../../dispatcher/plugin.js';
 import { blockedLiteral } from '../../dispatcher/ssrf.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
 import { endpointView, endpointViews } from './endpoint-view.js';
+import { PAGE_MAX } from '../../../shared/api/pages.js';
 import { pageOf, sendLink } from '../pages.js';
 
 const tags = ['webhooks'];
@@ -114,8 +115,10 @@ export default async function endpointRoutes(app: FastifyInstance) {
         throw new ApiError('FORBIDDEN', "only admins may list other users' webhook endpoints");
       }
       const owner = userId ?? principal.userId;
-      const records = all ? await app.store.webhooks.list() : await app.store.webhooks.listByUser(owner);
-      // Only the page's endpoints get their health read.
+      // The store reads the page and one more endpoint (whose presence means a next page); only
+      // the page's endpoints get their health read.
+      const range = { after: request.query.after, limit: (request.query.limit ?? PAGE_MAX) + 1 };
+      const records = all ? await app.store.webhooks.list(range) : await app.store.webhooks.listByUser(owner, range);
       const { items, next } = pageOf(request, records, request.query);
       sendLink(reply, next);
       return ok(await endpointViews(app, items));

@@ -1,0 +1,113 @@
+// The JSON store's delivery logs in memory: a log served after a restart is the one served
+// before it, and the parsed logs kept in memory stay within their byte budget while every log
+// is still served whole (from disk when it was dropped).
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { computeHealth, healthFromSummary } from '../../src/daemon/dispatcher/health.js';
+import { layout } from '../../src/shared/paths.js';
+import { JsonDeliveryLog } from '../../src/store/json/delivery-log.js';
+import { JsonStore } from '../../src/store/json/json-store.js';
+import type { DeliveryLogEntry, WebhookRecord } from '../../src/store/types.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-logs-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function entry(endpointId: number, i: number, extra: Partial<DeliveryLogEntry> = {}): Omit<DeliveryLogEntry, 'id'> {
+  const failed = i % 3 === 0;
+  return {
+    delivery_id: randomUUID(),
+    endpoint_id: endpointId,
+    event: 'site.created',
+    payload: { event: 'site.created', data: { site_id: i, domain: `s${i}.example.test` } },
+    attempt: 1 + (i % 2),
+    status_code: failed ? 500 : 200,
+    response: failed ? 'boom' : 'ok',
+    success: !failed,
+    reason: failed ? 'HTTP 500' : null,
+    duration_ms: 3,
+    created_at: new Date(T0 + i * 1000).toISOString(),
+    request_headers: { 'Content-Type': 'application/json' },
+    ...extra,
+  };
+}
+
+describe('JSON delivery logs in memory', () => {
+  it('serves the same log and health after a restart as before it', async () => {
+    const paths = layout(await tempDir());
+    let store = await JsonStore.open(paths, { create: true });
+    const now = new Date(T0).toISOString();
+    const hooks: WebhookRecord[] = [];
+    for (let h = 0; h < 3; h++) hooks.push(await store.webhooks.insert({ user_id: 1, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: now, updated_at: now }));
+    // 230 attempts on the first (past a compaction of its file), a few on the second, none on the third.
+    for (let i = 0; i < 23; i++) await store.outbox.record('w', [], Array.from({ length: 10 }, (_, j) => entry(hooks[0].id, i * 10 + j)));
+    await store.deliveryLog.append([entry(hooks[1].id, 1), entry(hooks[1].id, 3)]);
+    const ids = hooks.map((hook) => hook.id);
+    const before = await Promise.all(ids.map((id) => store.deliveryLog.list(id)));
+    const healthBefore = await store.deliveryLog.health(ids);
+    expect(before.map((log) => log.length)).toEqual([100, 2, 0]);
+    await store.close();
+
+    store = await JsonStore.open(paths);
+    try {
+      // Health first (read from the files), then the logs.
+      expect(await store.deliveryLog.health(ids)).toEqual(healthBefore);
+      expect(await Promise.all(ids.map((id) => store.deliveryLog.list(id)))).toEqual(before);
+      for (const id of ids) {
+        const at = T0 + 400_000;
+        expect(healthFromSummary(healthBefore.get(id)!, null, at)).toEqual(computeHealth(await store.deliveryLog.list(id), null, at));
+      }
+      // And kept current afterwards, as before.
+      const [added] = await store.deliveryLog.append([entry(hooks[0].id, 999)]);
+      expect((await store.deliveryLog.list(hooks[0].id))[0]).toEqual(added);
+      expect((await store.deliveryLog.list(hooks[0].id)).slice(1)).toEqual(before[0].slice(0, 99));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps the parsed logs within the byte budget, and serves every log whole', async () => {
+    const dir = await tempDir();
+    let next = 1;
+    const host = { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+    const budget = 64 * 1024;
+    const log = await JsonDeliveryLog.open(dir, host, undefined, { cacheBytes: budget });
+    try {
+      const expected = new Map<number, DeliveryLogEntry[]>();
+      for (let endpointId = 1; endpointId <= 40; endpointId++) {
+        // 120 entries of about 400 bytes each: one full log is most of the budget.
+        const appended = await log.append(Array.from({ length: 120 }, (_, i) => entry(endpointId, i, { response: 'x'.repeat(200) })));
+        expected.set(endpointId, appended.slice(-100).reverse());
+      }
+      for (let round = 0; round < 2; round++) {
+        for (const [endpointId, entries] of expected) {
+          expect(await log.list(endpointId)).toEqual(entries);
+          const stats = log.cacheStats();
+          expect(stats.bytes).toBeLessThanOrEqual(budget);
+          expect(stats.logs).toBeGreaterThanOrEqual(1);
+        }
+      }
+      expect(log.cacheStats().logs).toBeLessThan(expected.size);
+      // Appends to a log that is kept keep it current and still within the budget.
+      const [added] = await log.append([entry(40, 500)]);
+      expect((await log.list(40))[0]).toEqual(added);
+      expect(log.cacheStats().bytes).toBeLessThanOrEqual(budget);
+      // Health stays known for every endpoint, kept in memory or not.
+      const health = await log.health([...expected.keys()]);
+      expect([...health.values()].every((h) => h !== null && h.attempts === 100)).toBe(true);
+    } finally {
+      await log.close();
+    }
+  });
+});
