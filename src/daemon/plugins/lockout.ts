@@ -65,6 +65,54 @@ const ACCOUNT_LOCKED = 'too many wrong two-factor codes for this account';
 
 const UNCOUNTED: LockoutAttempt = { release: async () => undefined, fail: async () => undefined };
 
+/** A failure counter in the store: an address's logins, or an account's second factors. */
+interface Counter {
+  key: string;
+  /** Attempts evaluated within a period; the one that fails at this count locks the key. */
+  max: number;
+  /** A counting period starts with its first attempt and lasts this long, as does a lock. */
+  periodMs: number;
+  refuse(remainingMs: number): ApiError;
+  /** Told when the key is locked. */
+  locked?(): void;
+  /** How an attempt that did not count is taken back. */
+  takeBack(key: string): Promise<unknown>;
+  takeBackFailed: string;
+}
+
+/**
+ * Counts one attempt before it is evaluated (one atomic hit), refusing it while the key is
+ * locked or once the period's attempts are used up (failed, or still being evaluated).
+ */
+async function countAttempt(app: FastifyInstance, request: FastifyRequest, counter: Counter): Promise<LockoutAttempt> {
+  const { key, max, periodMs } = counter;
+  const now = app.clock();
+  const record = await app.store.limiter.hit(key, periodMs, now);
+  if (record.locked_until > now) throw counter.refuse(record.locked_until - now);
+  if (record.count > max) {
+    const locked = await app.store.limiter.lock(key, now + periodMs);
+    counter.locked?.();
+    throw counter.refuse(locked.locked_until - now);
+  }
+  const count = record.count;
+  let settled = false;
+  return {
+    async release() {
+      if (settled) return;
+      settled = true;
+      await counter.takeBack(key).catch((error: unknown) => request.log.error({ err: error }, counter.takeBackFailed));
+    },
+    async fail() {
+      if (settled) return;
+      settled = true;
+      if (count >= max) {
+        await app.store.limiter.lock(key, app.clock() + periodMs);
+        counter.locked?.();
+      }
+    },
+  };
+}
+
 export default fp(
   async function lockout(app: FastifyInstance) {
     const keyOf = (request: FastifyRequest) => `${LOCKOUT_KEY_PREFIX}${request.ip}`;
@@ -77,65 +125,30 @@ export default fp(
       async begin(request) {
         const settings = app.settings.current();
         if (settings.rate_limit_mode === 'requests') return UNCOUNTED;
-        const key = keyOf(request);
-        const periodMs = settings.login_lockout_minutes * 60_000;
-        const now = app.clock();
-        // A counting period starts with its first attempt and lasts the lockout duration.
-        const record = await app.store.limiter.hit(key, periodMs, now);
-        if (record.locked_until > now) throw refused(record.locked_until - now);
-        if (record.count > settings.login_max_attempts) {
-          // The threshold's attempts are used up (failed, or still being evaluated): no more.
-          const locked = await app.store.limiter.lock(key, now + periodMs);
-          app.metrics.lockout();
-          throw refused(locked.locked_until - now);
-        }
-        const count = record.count;
-        let settled = false;
-        return {
-          async release() {
-            if (settled) return;
-            settled = true;
-            await app.store.limiter.release(key).catch((error: unknown) => request.log.error({ err: error }, 'login attempt could not be taken back'));
-          },
-          async fail() {
-            if (settled) return;
-            settled = true;
-            if (count >= settings.login_max_attempts) {
-              await app.store.limiter.lock(key, app.clock() + periodMs);
-              app.metrics.lockout();
-            }
-          },
-        };
+        return countAttempt(app, request, {
+          key: keyOf(request),
+          max: settings.login_max_attempts,
+          periodMs: settings.login_lockout_minutes * 60_000,
+          refuse: refused,
+          locked: () => app.metrics.lockout(),
+          // One attempt fewer: the address's other attempts of the period still count.
+          takeBack: (key) => app.store.limiter.release(key),
+          takeBackFailed: 'login attempt could not be taken back',
+        });
       },
 
       async secondFactor(request, userId) {
         const settings = app.settings.current();
-        const max = settings.totp_max_failures;
-        if (max === 0) return UNCOUNTED;
-        const key = totpLockoutKey(userId);
-        const periodMs = settings.totp_lockout_minutes * 60_000;
-        const now = app.clock();
-        const record = await app.store.limiter.hit(key, periodMs, now);
-        if (record.locked_until > now) throw tooManyAttempts(record.locked_until - now, ACCOUNT_LOCKED);
-        if (record.count > max) {
-          const locked = await app.store.limiter.lock(key, now + periodMs);
-          throw tooManyAttempts(locked.locked_until - now, ACCOUNT_LOCKED);
-        }
-        const count = record.count;
-        let settled = false;
-        return {
-          async release() {
-            if (settled) return;
-            settled = true;
-            // A good code: the wrong ones before it no longer count.
-            await app.store.limiter.remove(key).catch((error: unknown) => request.log.error({ err: error }, 'second-factor count could not be cleared'));
-          },
-          async fail() {
-            if (settled) return;
-            settled = true;
-            if (count >= max) await app.store.limiter.lock(key, app.clock() + periodMs);
-          },
-        };
+        if (settings.totp_max_failures === 0) return UNCOUNTED;
+        return countAttempt(app, request, {
+          key: totpLockoutKey(userId),
+          max: settings.totp_max_failures,
+          periodMs: settings.totp_lockout_minutes * 60_000,
+          refuse: (remainingMs) => tooManyAttempts(remainingMs, ACCOUNT_LOCKED),
+          // A good code: the wrong ones before it no longer count.
+          takeBack: (key) => app.store.limiter.remove(key),
+          takeBackFailed: 'second-factor count could not be cleared',
+        });
       },
     });
 
