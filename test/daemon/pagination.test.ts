@@ -1,33 +1,19 @@
 // Every list a page at a time (CONTRACT section 7): `limit` and `after`, id order, and the next
 // page in a `Link` header; and the CLI's client, which follows those links to the end. The app is
 // built in-process on a real JSON store (app.inject), and listens on loopback for the client.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { ApiClient, nextPage } from '../../src/cli/api-client.js';
-import { buildApp } from '../../src/daemon/app.js';
-import { layout } from '../../src/shared/paths.js';
-import { openStore } from '../../src/store/factory.js';
 import type { Store } from '../../src/store/store.js';
-import type { Role } from '../../src/store/types.js';
 
 describe('paginated lists', () => {
-  let dir: string;
+  let fixture: TestApp;
   let store: Store;
   let app: FastifyInstance;
   let admin: string;
   let customer: { id: number; token: string };
 
-  async function addUser(email: string, role: Role) {
-    const now = new Date().toISOString();
-    const user = await store.users.insert({
-      email, name: email, role, password_hash: 'x', totp_secret: null, totp_pending_secret: null,
-      two_factor_enabled: false, totp_last_step: null, created_at: now, updated_at: now,
-    });
-    return { id: user.id, token: await app.tokens.issue(user.id, role, 3600) };
-  }
   const get = async (url: string, token: string) => {
     const res = await app.inject({ method: 'GET', url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` } });
     return { status: res.statusCode, body: res.json(), link: res.headers.link as string | undefined };
@@ -47,16 +33,13 @@ describe('paginated lists', () => {
   }
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'panelctl-pages-'));
-    store = await openStore({ dataDir: dir, create: true });
-    app = await buildApp({ store, paths: layout(dir), jwtSecret: new TextEncoder().encode('s'.repeat(64)) });
-    admin = (await addUser('admin@example.com', 'admin')).token;
-    customer = await addUser('c@example.com', 'customer');
+    fixture = await buildTestApp();
+    ({ store, app } = fixture);
+    admin = (await fixture.addUser('admin@example.com', 'admin')).token;
+    customer = await fixture.addUser('c@example.com', 'customer');
   });
   afterEach(async () => {
-    await app.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
+    await fixture.close();
   });
 
   it('walks 2,500 sites in three pages with no gap or repeat while sites are created and deleted', async () => {

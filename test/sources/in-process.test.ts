@@ -1,32 +1,18 @@
 // Failure paths that a running daemon cannot be pushed into from outside: the app is built
 // in-process on a real JSON store in a temporary directory, with one store call replaced.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/daemon/app.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { generateApiKey } from '../../src/daemon/auth/api-keys.js';
-import { layout } from '../../src/shared/paths.js';
-import { openStore } from '../../src/store/factory.js';
 import { StoreUnavailableError, type Repositories, type Store } from '../../src/store/store.js';
-import type { Role } from '../../src/store/types.js';
 
 describe('sources in-process', () => {
-  let dir: string;
+  let fixture: TestApp;
   let store: Store;
   let app: FastifyInstance;
   let admin: string;
   let customer: { id: number; token: string };
 
-  async function addUser(email: string, role: Role) {
-    const now = new Date().toISOString();
-    const user = await store.users.insert({
-      email, name: email, role, password_hash: 'x', totp_secret: null, totp_pending_secret: null,
-      two_factor_enabled: false, totp_last_step: null, created_at: now, updated_at: now,
-    });
-    return { id: user.id, token: await app.tokens.issue(user.id, role, 3600) };
-  }
   const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: object) =>
     app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, payload }).then((r) => ({ status: r.statusCode, body: r.json() }));
   /** Every event queued through a transaction fails as on a full disk; the transaction rolls back. */
@@ -51,16 +37,13 @@ describe('sources in-process', () => {
   };
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'panelctl-sources-'));
-    store = await openStore({ dataDir: dir, create: true });
-    app = await buildApp({ store, paths: layout(dir), jwtSecret: new TextEncoder().encode('s'.repeat(64)) });
-    admin = (await addUser('admin@example.com', 'admin')).token;
-    customer = await addUser('c@example.com', 'customer');
+    fixture = await buildTestApp();
+    ({ store, app } = fixture);
+    admin = (await fixture.addUser('admin@example.com', 'admin')).token;
+    customer = await fixture.addUser('c@example.com', 'customer');
   });
   afterEach(async () => {
-    await app.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
+    await fixture.close();
   });
 
   it('undoes a site creation whose event cannot be queued (503), so a retry publishes it', async () => {
