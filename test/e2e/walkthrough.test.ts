@@ -179,8 +179,11 @@ describe.skipIf(busy.length > 0)('the README walkthrough, from a fresh copy and 
 
       if (command.startsWith('panelctl listen ')) {
         listen = start(command);
-        await waitFor('listen to be ready', () => listen!.stderr().includes('Ready: events site.created'));
-        filled['5f0c…'] = /Signing secret of this session \(X-Webhook-Signature\): (\S+)/.exec(listen.stderr())![1];
+        // Two lines, written one after the other: wait for the second (the secret) itself.
+        const secretLine = /Signing secret of this session \(X-Webhook-Signature\): (\S+)\n/;
+        await waitFor('listen to print its signing secret', () => secretLine.test(listen!.stderr()));
+        expect(listen.stderr()).toContain('Ready: events site.created');
+        filled['5f0c…'] = secretLine.exec(listen.stderr())![1];
         continue;
       }
 
