@@ -8,7 +8,7 @@ import { listRoutes } from '../helpers/routes.js';
 import type { RouteSummary } from '../../src/daemon/app.js';
 
 const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS ?? 40);
-const SKIP = [/\/stream$/, /^\/api\/docs/]; // long-lived or static; covered by their own tests
+const SKIP = [/\/stream$/, /\/events\/listen$/, /^\/api\/docs/]; // long-lived streams or static pages; covered by their own tests
 
 let daemon: TestDaemon;
 let routes: RouteSummary[];
