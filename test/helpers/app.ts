@@ -64,6 +64,8 @@ export interface TestApp {
   store: Store;
   app: FastifyInstance;
   clock: TestClock;
+  /** The JWT signing secret the app uses (as jwtSecretOf gives a daemon's). */
+  jwtSecret: Uint8Array;
   /** As TestDaemon.request: `path` is under /api/v1 unless it starts with /api. */
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<HttpResult<T>>;
   /** As TestDaemon.login: the first admin by default. */
@@ -111,6 +113,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     store,
     app,
     clock,
+    jwtSecret,
     async request(method, path, opts = {}) {
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.token) headers.authorization = `Bearer ${opts.token}`;

@@ -3,7 +3,7 @@
 import { createHmac } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -101,15 +101,16 @@ export async function filesContaining(dir: string, needle: string): Promise<stri
   return hits;
 }
 
-/** Polls until `probe` returns a value (not undefined), or fails after `timeoutMs` (generous: a busy machine is slow, not wrong). */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+/** Waits until `probe` returns a value (not undefined), or fails after `timeoutMs` (generous: a busy machine is slow, not wrong). */
+export function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await probe();
+      if (value === undefined) throw new Error(`timed out waiting for ${what}`);
+      return value;
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
 }
 
 /**
