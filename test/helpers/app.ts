@@ -74,8 +74,11 @@ export interface TestApp {
   addUser(email: string, role: Role, password?: string): Promise<TestUser>;
   /** An API key of a user (through the API, as its owner would make it). */
   addApiKey(token: string, name: string, expiresAt?: string): Promise<{ id: number; key: string }>;
-  /** Closes the app and the store (flushing, as a daemon's SIGTERM does) and opens both again. */
-  restart(): Promise<TestApp>;
+  /**
+   * Closes the app and the store (flushing, as a daemon's SIGTERM does) and opens both again;
+   * `whileStopped` runs in between (e.g. to edit the stopped store's files).
+   */
+  restart(whileStopped?: () => Promise<void>): Promise<TestApp>;
   /** Closes the app and the store and removes the directory. */
   close(): Promise<void>;
 }
@@ -151,10 +154,11 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       if (result.status !== 201) throw new Error(`api key refused: ${result.status} ${result.text}`);
       return { id: result.body.data.id, key: result.body.data.key };
     },
-    async restart() {
+    async restart(whileStopped) {
       await app.close();
       await store.flush();
       await store.close();
+      await whileStopped?.();
       return buildTestApp({ ...options, clock, settings: undefined, reopen: { dir, databaseUrl, jwtSecret: jwtSecret! } });
     },
     async close() {
