@@ -43,6 +43,8 @@ export interface TestAppOptions {
   clock?: TestClock;
   /** As `--allow-private-webhooks`. */
   allowPrivateWebhooks?: boolean;
+  /** CA certificates (PEM) webhook receivers are trusted with, as the daemon's NODE_EXTRA_CA_CERTS. */
+  webhookCa?: string[];
   /** Reopen this data directory (and database) instead of making new ones: see restart(). */
   reopen?: { dir: string; databaseUrl?: string; jwtSecret: Uint8Array };
 }
@@ -68,6 +70,11 @@ export interface TestApp {
   jwtSecret: Uint8Array;
   /** As TestDaemon.request: `path` is under /api/v1 unless it starts with /api. */
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<HttpResult<T>>;
+  /**
+   * Also listens on a loopback port (plain HTTP) and answers its URL, for what app.inject cannot
+   * do: a browser, a kept-alive connection, a stream read as it arrives. Closed with the app.
+   */
+  listen(): Promise<string>;
   /** As TestDaemon.login: the first admin by default. */
   login(email?: string, password?: string): Promise<string>;
   /** A user of that role made straight in the store, signed in. */
@@ -106,7 +113,14 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     // A daemon started on this database later (restart tests) must not initialise it again.
     if (databaseUrl) markInitialised(databaseUrl);
   }
-  const app = await buildApp({ store, paths: layout(dir), jwtSecret, clock: clock.now, allowPrivateWebhooks: options.allowPrivateWebhooks ?? false });
+  const app = await buildApp({
+    store,
+    paths: layout(dir),
+    jwtSecret,
+    clock: clock.now,
+    allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
+    webhookCa: options.webhookCa,
+  });
   await app.ready();
 
   const fixture: TestApp = {
@@ -139,6 +153,9 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
         // not JSON
       }
       return { status: response.statusCode, headers: answered, body: parsed as any, text };
+    },
+    listen() {
+      return app.listen({ host: '127.0.0.1', port: 0 });
     },
     async login(email = ADMIN_EMAIL, password = ADMIN_PASSWORD) {
       const result = await fixture.request('POST', '/auth/login', { body: { email, password } });

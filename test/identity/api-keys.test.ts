@@ -186,7 +186,7 @@ describe('API keys', () => {
     // One connection for every request below: a caller remembered for the connection must never
     // outlive its key or its user, nor answer for another key sent on the same connection.
     // A real listening socket (plain HTTP, in-process): app.inject has no connection to remember.
-    const url = await api.app.listen({ host: '127.0.0.1', port: 0 });
+    const url = await api.listen();
     const connection = new Client(url, { pipelining: 1 });
     const me = async (key: string) => {
       const res = await connection.request({ method: 'GET', path: '/api/v1/auth/me', headers: { authorization: `Bearer ${key}` } });
