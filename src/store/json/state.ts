@@ -161,7 +161,6 @@ export class Writer {
   #keepIds = false;
   /** Whether the journal line must be fsynced before the transaction resolves. */
   durable = false;
-  seq = 0;
 
   constructor(readonly state: State) {}
 
