@@ -335,7 +335,10 @@ export interface LogHealth {
   failures: HealthAttempt[];
 }
 
-/** Delivery logs: the last 100 attempts of each endpoint, newest first. */
+/** How many attempts each endpoint's delivery log keeps: the newest. */
+export const LOG_RETENTION = 100;
+
+/** Delivery logs: the last LOG_RETENTION (100) attempts of each endpoint, newest first. */
 export interface DeliveryLogRepository {
   /**
    * The health summary of each endpoint among `endpointIds` (by id; an endpoint without attempts
@@ -407,6 +410,39 @@ export interface Repositories {
   readonly settings: SettingsRepository;
   readonly outbox: OutboxRepository;
   readonly deliveryLog: DeliveryLogRepository;
+}
+
+/**
+ * Every repository of `Repositories`, by name: the one list a backend derives its own from.
+ * A name missing here, or one too many, fails to compile (see `RepositoryName`).
+ */
+export const REPOSITORY_NAMES = [
+  'users',
+  'apiKeys',
+  'subscriptions',
+  'sites',
+  'webhooks',
+  'resetTokens',
+  'revokedTokens',
+  'limiter',
+  'settings',
+  'outbox',
+  'deliveryLog',
+] as const satisfies ReadonlyArray<keyof Repositories>;
+
+/** The name of a repository; `never` unless REPOSITORY_NAMES lists every one of `Repositories`. */
+export type RepositoryName = Exclude<keyof Repositories, (typeof REPOSITORY_NAMES)[number]> extends never ? keyof Repositories : never;
+
+/**
+ * The repositories of `from`, one per name of REPOSITORY_NAMES: what a store hands out of the
+ * set it built.
+ * @example
+ * Object.assign(this, repositoriesOf(new JsonRepositories(state, run, log, hooks)));
+ */
+export function repositoriesOf(from: Repositories): Repositories {
+  const picked: Partial<Record<RepositoryName, unknown>> = {};
+  for (const name of REPOSITORY_NAMES) picked[name] = from[name];
+  return picked as Repositories;
 }
 
 export interface StoreInfo {

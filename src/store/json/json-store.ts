@@ -15,6 +15,7 @@ import type { DataLayout } from '../../shared/paths.js';
 import { SCHEMA_VERSION } from '../migrations.js';
 import {
   StoreUnavailableError,
+  repositoriesOf,
   type Change,
   type ChangeFeed,
   type PublishTaker,
@@ -99,19 +100,12 @@ class LocalFeed implements ChangeFeed {
   }
 }
 
+// The repositories are declared by the contract and assigned by name (repositoriesOf).
+export interface JsonStore extends Omit<Repositories, 'deliveryLog'> {}
+
 export class JsonStore implements Store {
   readonly info: StoreInfo;
   readonly changes = new LocalFeed();
-  readonly users;
-  readonly apiKeys;
-  readonly subscriptions;
-  readonly sites;
-  readonly webhooks;
-  readonly resetTokens;
-  readonly revokedTokens;
-  readonly limiter;
-  readonly settings;
-  readonly outbox;
   readonly deliveryLog: JsonDeliveryLog;
 
   readonly #state: State;
@@ -161,16 +155,7 @@ export class JsonStore implements Store {
       touched: (id) => this.#touch(id),
       taker: () => this.#publishTaker,
     });
-    this.users = repositories.users;
-    this.apiKeys = repositories.apiKeys;
-    this.subscriptions = repositories.subscriptions;
-    this.sites = repositories.sites;
-    this.webhooks = repositories.webhooks;
-    this.resetTokens = repositories.resetTokens;
-    this.revokedTokens = repositories.revokedTokens;
-    this.limiter = repositories.limiter;
-    this.settings = repositories.settings;
-    this.outbox = repositories.outbox;
+    Object.assign(this, repositoriesOf(repositories));
   }
 
   /** Whether the data directory holds a store (an initialised panel). */
