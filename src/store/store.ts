@@ -4,7 +4,13 @@
 // change feed. Nothing here may assume that one process sees every write.
 //
 // Every method is async. A mutating call outside a transaction is its own transaction. Every
-// mutating call (and every transaction) resolves only once its change is durable.
+// mutating call (and every transaction) resolves only once its change is durable: it survives a
+// crash of the daemon or of the machine. The exceptions say so where they are declared, with what
+// a caller then sees: an API key's use (`apiKeys.touch`, until `flush`), the limiter's soft hits
+// and prunes, a final outcome (`outbox.settle`, `outbox.record`) and delivery log entries. They
+// are what every request or every attempt writes; a crash may lose the newest of them, and what
+// it loses is either worth nothing after it or made good by an attempt made again
+// (at-least-once delivery: receivers deduplicate by X-Webhook-Delivery).
 import type { Settings, SettingsPatch } from '../shared/settings.js';
 import type {
   ApiKeyRecord,
@@ -267,14 +273,19 @@ export interface OutboxRepository {
   /**
    * Records outcomes of attempts made under `owner`'s leases and releases them. An outcome whose
    * lease is no longer `owner`'s (it ended and another claimer took the delivery) is ignored.
-   * Answers the ids that were recorded.
+   * Answers the ids that were recorded. A retry (`pending`: attempts, when due) is durable once
+   * this resolves. A final outcome may be lost in a crash: the delivery is then pending as it was
+   * claimed, and is attempted again once the lease ends (at-least-once).
    */
   settle(owner: string, outcomes: DeliveryOutcome[]): Promise<string[]>;
   /**
-   * A dispatcher's batch in one write: appends the attempts' log entries (as `deliveryLog.append`)
-   * and settles their outcomes (as `settle`), atomically. Answers the appended entries with their
-   * ids. A backend may prune older log entries a little later than `append` does (the log still
-   * serves the last 100 of each endpoint).
+   * A dispatcher's batch in one call: appends the attempts' log entries (as `deliveryLog.append`,
+   * whether or not `owner` still holds the leases) and then settles their outcomes (as `settle`).
+   * Answers the appended entries with their ids. Not atomic: when it rejects, or the daemon
+   * crashes before it resolves, the entries may be kept without the outcomes, so a delivery is
+   * attempted again once its lease ends and its log shows both attempts. A backend
+   * may prune older log entries a little later than `append` does (the log still serves the last
+   * LOG_RETENTION of each endpoint).
    */
   record(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   /** Releases `owner`'s leases without recording anything (a dispatcher that stops). */
@@ -352,7 +363,12 @@ export interface DeliveryLogRepository {
    * they are: an answer built from `list` after reading it may be reused while it is unchanged.
    */
   revision(endpointId: number): Promise<string>;
-  /** Assigns each entry its id: increasing integers, short enough to type. */
+  /**
+   * Assigns each entry its id: increasing integers, short enough to type. The log tells what was
+   * attempted; the outbox, not the log, is what deliveries are made from. So the newest entries
+   * may be lost in a crash, but an id once answered is never given to another entry, even after
+   * one.
+   */
   append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;
   get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined>;
@@ -491,7 +507,7 @@ export interface Store extends Repositories {
    * data directory instead.
    */
   sharedSecret(name: string, make: () => string): Promise<string | null>;
-  /** Writes anything held back (key uses, request windows) and waits for it. */
+  /** Writes anything held back (key uses, request windows); resolves once it is durable. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }

@@ -129,6 +129,8 @@ export class JsonStore implements Store {
   /** Soft changes waiting for their journal line (see #applyNow), by record. */
   readonly #soft = new Map<string, Op>();
   #softTimer: NodeJS.Timeout | null = null;
+  /** A soft line was written without fsync since the last flush. */
+  #softUnsynced = false;
   #usageTimer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -232,9 +234,10 @@ export class JsonStore implements Store {
 
   async flush(): Promise<void> {
     await this.#flushUses();
-    this.#flushSoft();
+    const written = this.#flushSoft(true);
     await this.#journal.idle();
     await this.#recovering;
+    await written;
   }
 
   async close(): Promise<void> {
@@ -277,13 +280,18 @@ export class JsonStore implements Store {
     return result;
   }
 
-  #flushSoft(): void {
+  /** Writes the soft changes held so far in one journal line; `durable` (flush): fsynced, and its failure answered. */
+  #flushSoft(durable = false): Promise<void> {
     if (this.#softTimer) clearTimeout(this.#softTimer);
     this.#softTimer = null;
-    if (this.#soft.size === 0 || this.#failing) return;
+    // A durable flush also fsyncs the soft lines written before it (an empty line does).
+    if ((this.#soft.size === 0 && !(durable && this.#softUnsynced)) || this.#failing) return Promise.resolve();
     const ops = [...this.#soft.values()];
     this.#soft.clear();
-    this.#journal.append(ops, false).catch(() => undefined);
+    this.#softUnsynced = !durable;
+    const written = this.#journal.append(ops, durable);
+    written.catch(() => undefined);
+    return written;
   }
 
   async #inTransaction<T>(body: (writer: Writer) => Promise<T>): Promise<T> {

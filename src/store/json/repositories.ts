@@ -320,7 +320,7 @@ export class JsonRepositories implements Repositories {
       isRevoked: async (jti) => state.revoked_tokens.get(jti) !== undefined,
       prune: (now) =>
         run((w) => {
-          for (const token of state.revoked_tokens.values()) if (token.expires_at <= now) w.delete('revoked_tokens', token.jti, false);
+          for (const token of state.revoked_tokens.values()) if (token.expires_at <= now) w.delete('revoked_tokens', token.jti);
         }),
     };
 
