@@ -57,7 +57,8 @@ const SOFT_FLUSH_MS = 1_000;
  * A write through the store's own methods inside a transaction would wait for the transaction
  * it is part of (a deadlock); with this set, it fails at once instead. Off by default: an
  * AsyncLocalStorage turns on Node's promise hooks for the whole process, which cost every
- * request (docs/PERFORMANCE.md, "The store's nesting check"). The test suite sets it.
+ * request (figures: docs/PERFORMANCE.md, "The JSON store's figures behind its design"). The
+ * test suite sets it.
  */
 const NESTING_CHECKS = process.env.PANELCTL_STORE_CHECKS === '1';
 
