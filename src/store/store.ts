@@ -512,6 +512,9 @@ export interface Store extends Repositories {
   close(): Promise<void>;
 }
 
+/** The newest delivery log entries kept per endpoint, on every backend. */
+export const LOG_RETENTION = 100;
+
 /** Base of the store's errors: backend-neutral, no file paths or SQL in the message. */
 export class StoreError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
