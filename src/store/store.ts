@@ -346,9 +346,6 @@ export interface LogHealth {
   failures: HealthAttempt[];
 }
 
-/** How many attempts each endpoint's delivery log keeps: the newest. */
-export const LOG_RETENTION = 100;
-
 /** Delivery logs: the last LOG_RETENTION (100) attempts of each endpoint, newest first. */
 export interface DeliveryLogRepository {
   /**
