@@ -35,7 +35,12 @@ class SnapshotAdapter implements Adapter<string | null> {
   }
 }
 
-/** The snapshot file, written whole (temp file, fsync, rename, directory fsync). */
+/**
+ * The snapshot file, written whole (temp file, fsync, rename, directory fsync).
+ * @example
+ * const file = new SnapshotFile(paths.store, realFileOps);
+ * await file.write(state.snapshot(SCHEMA_VERSION, gen));
+ */
 export class SnapshotFile {
   readonly #file: Low<string | null>;
 
