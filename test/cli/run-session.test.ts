@@ -183,8 +183,8 @@ describe('keys', () => {
 
   it('list: every page by default, --limit N; JSON, piped rows without a header, a table on a terminal', async () => {
     const second = { ...KEY, id: 4, name: 'nightly', key_prefix: 'ncp_fedcba9876543210' };
-    api.on('GET', /^\/auth\/api-keys\?after=3/, { data: [second] });
     api.on('GET', /^\/auth\/api-keys/, { data: [KEY], link: '</api/v1/auth/api-keys?after=3>; rel="next"' });
+    api.on('GET', /^\/auth\/api-keys\?after=3/, { data: [second] });
     const json = await cli(['--json', 'keys', 'list'], withToken());
     expect(JSON.parse(json.stdout)).toEqual([KEY, second]);
     const piped = await cli(['keys', 'list'], withToken());

@@ -57,8 +57,8 @@ export class FakeApi implements Transport {
   #streamWaiters: Array<() => void> = [];
 
   /**
-   * Answers `method path` (a RegExp matches the path with its query); the first stub that
-   * matches answers, every time.
+   * Answers `method path` (a RegExp matches the path with its query), every time; of the stubs
+   * that match, the one registered last answers (a test changes an answer by adding one).
    * @example
    * api.on('GET', '/auth/api-keys', { data: [key] });
    * api.on('POST', '/auth/login', (req) => (req.body.totp_code ? { data: login } : { status: 401, error: '2fa_required', message: 'code needed' }));
@@ -110,7 +110,7 @@ export class FakeApi implements Transport {
   async request(url: URL, init: { method: HttpMethod; headers: Record<string, string>; body?: string }): Promise<RawResponse> {
     if (this.#failure) throw connectionError(this.#failure);
     const request = this.#record(init.method, url, init.headers, init.body);
-    const stub = this.#stubs.find((s) => s.method === init.method && matches(s.path, request.path));
+    const stub = this.#stubs.findLast((s) => s.method === init.method && matches(s.path, request.path));
     if (!stub) {
       this.unmatched.push(request);
       throw connectionError('ECONNREFUSED');
@@ -122,7 +122,7 @@ export class FakeApi implements Transport {
   async stream(url: URL, init: { headers: Record<string, string>; signal?: AbortSignal }): Promise<StreamResponse> {
     if (this.#failure) throw connectionError(this.#failure);
     const request = this.#record('GET', url, init.headers);
-    const stub = this.#streamStubs.find((s) => matches(s.path, request.path));
+    const stub = this.#streamStubs.findLast((s) => matches(s.path, request.path));
     if (!stub) {
       this.unmatched.push(request);
       throw connectionError('ECONNREFUSED');
