@@ -104,32 +104,26 @@ describe('the first hour with panelctl', () => {
     }
   });
 
-  it('a loopback webhook on a daemon without --allow-private-webhooks names the flag and the certificate step', async () => {
-    const strict = await startDaemon();
-    try {
-      const token = await strict.login();
-      const result = await cli.run(['--data-dir', strict.dataDir, '--url', strict.url, 'webhooks', 'create', '--url', 'https://127.0.0.1:8443/webhooks', '--events', '*', '--generate-secret'], {
-        env: { PANELCTL_TOKEN: token },
-      });
-      expect(result.code).toBe(1);
-      expect(result.stderr).toContain('url: 127.0.0.1 is a loopback address');
-      expect(result.stderr).toContain('start the daemon with --allow-private-webhooks');
-      expect(result.stderr).toContain('NODE_EXTRA_CA_CERTS=receiver-cert.pem panelctl daemon start --allow-private-webhooks');
-    } finally {
-      await strict.dispose();
-    }
-  });
-
-  it('a test delivery refused as private or over an untrusted certificate says which daemon flag or variable fixes it', async () => {
+  it('on a daemon without --allow-private-webhooks, a loopback webhook and a test delivery refused as private name the flag; over an untrusted certificate, the variable', async () => {
+    // One strict daemon for both refusals (at create, and at connect).
     const strict = await startDaemon();
     const untrusting = await startDaemon({ args: ['--allow-private-webhooks'] });
     try {
+      const strictToken = await strict.login();
+      const literal = await cli.run(['--data-dir', strict.dataDir, '--url', strict.url, 'webhooks', 'create', '--url', 'https://127.0.0.1:8443/webhooks', '--events', '*', '--generate-secret'], {
+        env: { PANELCTL_TOKEN: strictToken },
+      });
+      expect(literal.code).toBe(1);
+      expect(literal.stderr).toContain('url: 127.0.0.1 is a loopback address');
+      expect(literal.stderr).toContain('start the daemon with --allow-private-webhooks');
+      expect(literal.stderr).toContain('NODE_EXTRA_CA_CERTS=receiver-cert.pem panelctl daemon start --allow-private-webhooks');
+
       // localhost passes create (only literal addresses are checked there) and is refused at connect.
       const blocked = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, '--json', 'webhooks', 'create', '--url', `https://localhost:${receiver.port}/hook`, '--events', '*', '--generate-secret'], {
-        env: { PANELCTL_TOKEN: await strict.login() },
+        env: { PANELCTL_TOKEN: strictToken },
       });
       const refused = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, 'webhooks', 'test', String(JSON.parse(blocked.stdout).id), '--no-wait'], {
-        env: { PANELCTL_TOKEN: await strict.login() },
+        env: { PANELCTL_TOKEN: strictToken },
       });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain('blocked: loopback address');

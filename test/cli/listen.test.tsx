@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import React from 'react';
 import { cleanup, render } from 'ink-testing-library';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries } from '../../src/cli/stream/deliveries.js';
 import { apiWatchSource } from '../../src/cli/ui/source.js';
@@ -22,16 +22,6 @@ import { cliSession, spawnCli, type CliSession } from './helpers.js';
 interface Got {
   headers: IncomingHttpHeaders;
   body: string;
-}
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe('panelctl listen', () => {
@@ -92,23 +82,39 @@ describe('panelctl listen', () => {
       const emitted = await cli.json(['events', 'emit', 'site.created', '--data', 'site_id=5', 'domain=listen.example']);
       expect(emitted.deliveries).toBeGreaterThanOrEqual(1);
 
-      const request = await until('the forwarded request', () => got[0]);
+      const request = await vi.waitFor(() => {
+        const found = got[0];
+        expect(found, 'the forwarded request').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       expect(JSON.parse(request.body)).toMatchObject({ event: 'site.created', data: { site_id: 5, domain: 'listen.example' } });
       expect(request.headers['x-webhook-event']).toBe('site.created');
       expect(request.headers['user-agent']).toBe('Panel-WebPanel-Webhook/1.0');
 
       // The CLI line, in the row format of `webhooks test` and `deliveries --follow`: time,
       // outcome, status, event, where it went, duration, delivery.
-      const line = await until('the CLI line', () => listen.stdout().split('\n').find((l) => l.includes('site.created')));
+      const line = await vi.waitFor(() => {
+        const found = listen.stdout().split('\n').find((l) => l.includes('site.created'));
+        expect(found, 'the CLI line').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       expect(line).toMatch(/✓\tHTTP 202\tsite\.created\twebhook \d+\t\d+ ms\t[0-9a-f-]{36}/);
       const deliveryId = line.split('\t').pop()!;
       expect(request.headers['x-webhook-delivery']).toBe(deliveryId);
 
       // On the delivery stream like any attempt, with the receiver's status.
-      const entry = await until('the streamed entry', () => streamed.find((e) => e.delivery_id === deliveryId));
+      const entry = await vi.waitFor(() => {
+        const found = streamed.find((e) => e.delivery_id === deliveryId);
+        expect(found, 'the streamed entry').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       expect(entry).toMatchObject({ event: 'site.created', success: true, status_code: 202, response: 'accepted', attempt: 1, reason: null });
       // And in watch: its state gets the entry, and the view renders it as a row.
-      await until('the watch entry', () => store.getState().entries.find((e) => e.delivery_id === deliveryId));
+      await vi.waitFor(() => {
+        const found = store.getState().entries.find((e) => e.delivery_id === deliveryId);
+        expect(found, 'the watch entry').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       const view = render(<WatchView state={store.getState()} now={Date.now()} columns={120} rows={20} color={false} />);
       expect(view.lastFrame()).toMatch(/site\.created\s+1\/2\s+202\s+\S+\s+✓ ok/);
     } finally {
