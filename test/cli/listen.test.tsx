@@ -131,12 +131,24 @@ describe('panelctl listen', () => {
     expect(secret).toBeDefined();
     expect(got[0].headers['x-webhook-signature']).toBe(`sha256=${createHmac('sha256', secret!).update(got[0].body).digest('hex')}`);
     // The session's endpoint is gone once listen ends.
-    const deadline = Date.now() + 10_000;
-    let left = 1;
-    while (left && Date.now() < deadline) {
-      left = (await cli.json<Array<{ url: string }>>(['webhooks', 'list'])).filter((w) => w.url.startsWith('listen:')).length;
-      if (left) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(left).toBe(0);
+    await vi.waitFor(
+      async () => expect((await cli.json<Array<{ url: string }>>(['webhooks', 'list'])).filter((w) => w.url.startsWith('listen:'))).toEqual([]),
+      { timeout: 10_000, interval: 100 },
+    );
+  });
+
+  // The CLI's side of revocation: a listen whose API key is deleted while it runs stops at once,
+  // says why, and exits 4 (authentication refused), not "the daemon stopped".
+  it('exits 4 naming the reason when its API key is deleted', async () => {
+    const admin = await daemon.login();
+    const created = await daemon.request('POST', '/auth/api-keys', { token: admin, body: { name: 'listen key' } });
+    expect(created.status, created.text).toBe(201);
+    const listen = spawnCli(['--data-dir', daemon.dataDir, '--url', daemon.url, '--token', created.body.data.key, 'listen'], cli.env);
+    await listen.waitForStderr(/Ready:/);
+    const removed = await daemon.request('DELETE', `/auth/api-keys/${created.body.data.id}`, { token: admin });
+    expect(removed.status, removed.text).toBe(200);
+    const { code, stderr } = await listen.done;
+    expect(code, stderr).toBe(4);
+    expect(stderr).toContain('the daemon ended the listen session: authentication required');
   });
 });
