@@ -114,7 +114,6 @@ export function waitForExit(proc: ChildProcess): Promise<number | null> {
 }
 
 export async function startDaemon(options: StartOptions = {}): Promise<TestDaemon> {
-  if (process.env.PANELCTL_COUNT_DAEMONS) (await import('node:fs')).appendFileSync(process.env.PANELCTL_COUNT_DAEMONS, 'd\n'); // TEMP-COUNTER
   const dataDir = options.dataDir ?? (await makeDataDir());
   const databaseUrl = options.databaseUrl ?? options.env?.PANELCTL_DATABASE_URL ?? (await testDatabaseFor(dataDir));
   if (databaseUrl) {
