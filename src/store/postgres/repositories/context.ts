@@ -4,7 +4,6 @@
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import type { Settings } from '../../../shared/settings.js';
-import type { PublishTaker } from '../../store.js';
 import type { Db, Row } from '../db.js';
 import type { QueueVacuum } from '../queue-vacuum.js';
 
@@ -35,8 +34,6 @@ export interface StoreContext {
   readonly unpruned: Map<number, number>;
   /** Per endpoint, where this process's last prune of its log ended, and how many it made. */
   readonly pruned: Map<number, PrunedLog>;
-  /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
-  publishTaker: PublishTaker | null;
   /** Told how long each timed write took to commit (see Store.observeCommits); null: none is timed. */
   commitObserver: ((seconds: number) => void) | null;
   /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
