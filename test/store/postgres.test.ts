@@ -581,11 +581,6 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
       const backlog = Array.from({ length: 5_000 }, (_, i) => delivery(hooks[0].id, t0 + i));
       await store.outbox.enqueue(event(), backlog);
       await client.query('ANALYZE deliveries');
-      // A dispatcher with room takes what is published (the look for claimable deliveries runs then).
-      store.takeOnPublish({
-        offer: () => ({ owner: 'p', now: Date.now(), leaseMs: 60_000, limit: 256, perEndpoint: 8, perOwner: 192 }),
-        take: () => undefined,
-      });
       let published = 0;
       for (let i = 0; i < 5; i++) {
         const queued = await store.outbox.publish(event(), { body: '{"x":1}', next_attempt_at: Date.now(), created_at: now() });

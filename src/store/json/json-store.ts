@@ -21,7 +21,6 @@ import {
   StoreUnavailableError,
   type Change,
   type ChangeFeed,
-  type PublishTaker,
   type Repositories,
   type Store,
   type StoreInfo,
@@ -113,7 +112,6 @@ class Mutex {
 }
 
 class LocalFeed implements ChangeFeed {
-  readonly synchronous = true;
   readonly #listeners = new Set<(change: Change) => void>();
 
   subscribe(listener: (change: Change) => void): () => void {
@@ -162,7 +160,6 @@ export class JsonStore implements Store {
   readonly #compactAfter: number;
   readonly #usageFlushMs: number;
   readonly #readOnly: boolean;
-  #publishTaker: PublishTaker | null = null;
   /** Delivery log ids up to this one are reserved on disk (in the current journal generation). */
   #logIdsReserved = 0;
   #logIdsSaved: Promise<void> = Promise.resolve();
@@ -230,14 +227,13 @@ export class JsonStore implements Store {
           }
           return { first, saved: this.#logIdsSaved };
         },
-        appended: (entry) => this.changes.publish([{ kind: 'log', entry }]),
+        appended: (entries) => this.changes.publish([{ kind: 'logged', ids: entries.map((entry) => entry.id) }]),
       },
       ops,
     );
     const repositories = new JsonRepositories(state, (change, runOptions) => this.#run(change, runOptions), this.deliveryLog, {
       removeLogs: (ids) => this.#removeLogs(ids),
       touched: (id) => this.#touch(id),
-      taker: () => this.#publishTaker,
     });
     this.users = repositories.users;
     this.apiKeys = repositories.apiKeys;
@@ -320,10 +316,6 @@ export class JsonStore implements Store {
       });
       return this.#context ? this.#context.run(writer, () => fn(tx)) : fn(tx);
     });
-  }
-
-  takeOnPublish(taker: PublishTaker | null): void {
-    this.#publishTaker = taker;
   }
 
   observeCommits(observer: ((seconds: number) => void) | null): void {

@@ -10,7 +10,6 @@ import {
   type DeliveryLogRepository,
   type LimiterRepository,
   type OutboxRepository,
-  type PublishTaker,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -102,7 +101,6 @@ export class PostgresStore implements Store {
       heldTouches: new Map(),
       unpruned: new Map(),
       pruned: new Map(),
-      publishTaker: null,
       commitObserver: null,
       vacuum: this.#vacuum,
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
@@ -175,10 +173,6 @@ export class PostgresStore implements Store {
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
     const done = withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
     return this.#ctx.commitObserver ? timedCommit(this.#ctx, done) : done;
-  }
-
-  takeOnPublish(taker: PublishTaker | null): void {
-    this.#ctx.publishTaker = taker;
   }
 
   observeCommits(observer: ((seconds: number) => void) | null): void {

@@ -16,7 +16,6 @@ import {
   type QueuedDelivery,
   type LimiterRepository,
   type OutboxRepository,
-  type PublishTaker,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -89,8 +88,6 @@ export interface StoreContext {
   readonly unpruned: Map<number, number>;
   /** Per endpoint, where this process's last prune of its log ended, and how many it made. */
   readonly pruned: Map<number, PrunedLog>;
-  /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
-  publishTaker: PublishTaker | null;
   /** Told how long each timed write took to commit (see Store.observeCommits); null: none is timed. */
   commitObserver: ((seconds: number) => void) | null;
   /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
@@ -612,11 +609,8 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
    * committed. Answers each event's deliveries, ordered by endpoint.
    */
   const publishAll = async (batch: Publication[]): Promise<QueuedDelivery[][]> => {
-    // A taker's room applies to autocommit statements only: what it takes must be committed.
-    const taker = db.inTransaction ? null : ctx.publishTaker;
-    const offer = taker?.offer() ?? null;
-    const taken: DeliveryRecord[] = [];
-    try {
+    // No delivery is leased at publish (the parameters from $9 on): dispatchers claim them.
+    {
       const statement = db.query<PublishRow>(PUBLISH_SQL, [
         batch.map((p) => p.event.id),
         batch.map((p) => p.event.event),
@@ -626,16 +620,16 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         batch.map((p) => p.template.body),
         batch.map((p) => p.template.next_attempt_at),
         batch.map((p) => p.template.created_at),
-        offer?.owner ?? null,
-        offer?.now ?? 0,
-        offer?.leaseMs ?? 0,
-        offer?.limit ?? 0,
-        offer?.perEndpoint ?? 0,
-        offer?.skipEndpoints ?? [],
-        offer?.skipOwners ?? [],
-        offer?.perOwner ?? null,
-        (offer?.ownerRoom ?? []).map(([owner]) => owner),
-        (offer?.ownerRoom ?? []).map(([, room]) => room),
+        null,
+        0,
+        0,
+        0,
+        0,
+        [],
+        [],
+        null,
+        [],
+        [],
       ]);
       // Outside a transaction the statement is its own commit: one of the outbox's hot writes.
       const { rows } = await (ctx.commitObserver && !db.inTransaction ? timedCommit(ctx, statement) : statement);
@@ -646,15 +640,12 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         queued[Number(row.n) - 1] = row.ids.map((id, i) => {
           const endpointId = Number(row.endpoint_ids[i]);
           if (!row.leased[i]) unleased = true;
-          else taken.push(deliveryFromTemplate(id, endpointId, Number(row.owner_ids[i]), event.event, template));
           return { id, endpoint_id: endpointId };
         });
       }
       // Deliveries leased at publish are nobody else's work: dispatchers are woken for the rest.
       if (unleased) db.announce(OUTBOX_NOTICE);
       return queued;
-    } finally {
-      if (offer) taker!.take(offer, taken);
     }
   };
   // Events published outside a transaction while others are being written go together in the
@@ -718,9 +709,9 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
         options.skipOwners ?? [],
         byIds,
         options.ids ?? [],
-        options.perOwner ?? null,
-        (options.ownerRoom ?? []).map(([owner]) => owner),
-        (options.ownerRoom ?? []).map(([, room]) => room),
+        null,
+        [],
+        [],
       ]);
       return rows
         .map(toDelivery)
