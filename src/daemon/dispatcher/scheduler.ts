@@ -62,6 +62,8 @@ export interface Held<B> {
  */
 export interface ClaimShape {
   kind: 'probe' | 'ahead';
+  /** Announcements seen when it was planned: a claim that found nothing counts only if none came since. */
+  announced: number;
   limit: number;
   perEndpoint: number;
   skipEndpoints: number[];
@@ -116,6 +118,7 @@ export class Scheduler<B> {
   readonly #probing = new Set<number>();
   /** Claims that found nothing, by their shape, until work is announced or falls due. */
   readonly #exhausted = new Set<string>();
+  #announced = 0;
 
   constructor(options: SchedulerOptions) {
     this.#concurrency = options.concurrency;
@@ -142,6 +145,7 @@ export class Scheduler<B> {
 
   /** New work was announced or fell due: claims that found nothing may find something now. */
   announce(): void {
+    this.#announced++;
     this.#exhausted.clear();
   }
 
@@ -162,7 +166,7 @@ export class Scheduler<B> {
     if (idleProbes) {
       // One each: endpoints that have anything held are skipped, so nothing comes back as excess.
       const skipEndpoints = [...this.#heldByEndpoint.keys()].sort((a, b) => a - b);
-      candidates.push({ kind: 'probe', limit, perEndpoint: 1, skipEndpoints, skipOwners });
+      candidates.push({ kind: 'probe', announced: this.#announced, limit, perEndpoint: 1, skipEndpoints, skipOwners });
     }
     const skipEndpoints = [...this.#probing];
     let perEndpoint = Infinity;
@@ -176,13 +180,16 @@ export class Scheduler<B> {
     }
     skipEndpoints.sort((a, b) => a - b);
     if (perEndpoint === Infinity) perEndpoint = AHEAD * MAX_IN_FLIGHT_PER_ENDPOINT;
-    candidates.push({ kind: 'ahead', limit, perEndpoint, skipEndpoints, skipOwners });
+    candidates.push({ kind: 'ahead', announced: this.#announced, limit, perEndpoint, skipEndpoints, skipOwners });
     return candidates.find((shape) => !this.#exhausted.has(keyOf(shape))) ?? null;
   }
 
-  /** The claim found nothing: not made again with this shape until `announce`. */
+  /**
+   * The claim found nothing: not made again with this shape until `announce`. Work announced
+   * while it ran (a shared database's notice can overtake the claim's answer) keeps it open.
+   */
   foundNothing(shape: ClaimShape): void {
-    this.#exhausted.add(keyOf(shape));
+    if (shape.announced === this.#announced) this.#exhausted.add(keyOf(shape));
   }
 
   /**
