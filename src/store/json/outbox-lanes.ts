@@ -13,7 +13,10 @@ import type { Pending } from './outbox-table.js';
 interface Lane {
   owner: number | null;
   fresh: Set<Pending>;
+  /** In due order (kept so on insert: see #add). */
   retries: Set<Pending>;
+  /** The latest due time a retry was added with: one added earlier than it re-sorts the set. */
+  retriesUpTo: number;
 }
 
 interface Lease {
@@ -145,10 +148,10 @@ export class OutboxLanes {
   }
 
   /**
-   * One lane's due, free deliveries in due order: its retries and new ones merged. Each set is
-   * in insertion order, which is due order for deliveries queued "now" and for retries (queued
-   * a fixed delay after their attempt): the retries stop at the first not yet due, and a new
-   * one queued for later is passed over, not waited for.
+   * One lane's due, free deliveries in due order: its retries and new ones merged. The retries
+   * are kept in due order, so their walk stops at the first not yet due; new deliveries are in
+   * insertion order, which is due order for deliveries queued "now", and one queued for later
+   * is passed over, not waited for.
    */
   *#due(lane: Lane, now: number): Generator<Pending> {
     const retries = this.#freeIn(lane.retries, now, true);
@@ -185,10 +188,18 @@ export class OutboxLanes {
   #add(delivery: Pending): void {
     let lane = this.#lanes.get(delivery.endpoint_id);
     if (!lane) {
-      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set() };
+      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set(), retriesUpTo: 0 };
       this.#lanes.set(delivery.endpoint_id, lane);
     }
-    (delivery.attempts > 0 ? lane.retries : lane.fresh).add(delivery);
+    if (delivery.attempts === 0) {
+      lane.fresh.add(delivery);
+      return;
+    }
+    lane.retries.add(delivery);
+    // Retries made a fixed delay after their attempts arrive in due order; one due earlier than
+    // an earlier-added one (a schedule of different delays, a replay) puts the set back in order.
+    if (delivery.next_attempt_at < lane.retriesUpTo) lane.retries = new Set([...lane.retries].sort((a, b) => (before(a, b) ? -1 : 1)));
+    else lane.retriesUpTo = delivery.next_attempt_at;
   }
 
   #remove(delivery: Pending): void {

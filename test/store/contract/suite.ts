@@ -867,7 +867,7 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
       it('a claim takes due deliveries in due order over endpoints, at most perEndpoint of each', async () => {
         const { user: a, hooks: ofA } = await endpoints(2, 'order-a@example.test');
         const { hooks: ofB } = await endpoints(1, 'order-b@example.test');
-        // Due times interleave over the endpoints; one is not due yet.
+        // Due times interleave over the endpoints (retries among them, queued out of due order); one is not due yet.
         const d = [
           delivery(ofA[0].id, a.id, 30),
           delivery(ofA[0].id, a.id, 40),
@@ -875,15 +875,17 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
           delivery(ofA[1].id, a.id, 10),
           delivery(ofB[0].id, ofB[0].user_id, 20),
           delivery(ofB[0].id, ofB[0].user_id, 5_000),
+          delivery(ofA[1].id, a.id, 60, { attempts: 1 }),
+          delivery(ofA[1].id, a.id, 15, { attempts: 1 }),
         ];
         await store.outbox.enqueue(eventRecord(), d);
         const first = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100, limit: 3, perEndpoint: 2 });
-        expect(first.map((x) => x.id)).toEqual([d[3].id, d[4].id, d[0].id]);
+        expect(first.map((x) => x.id)).toEqual([d[3].id, d[7].id, d[4].id]);
         const second = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100, perEndpoint: 1 });
-        expect(second.map((x) => x.id)).toEqual([d[1].id]);
+        expect(second.map((x) => x.id)).toEqual([d[0].id, d[6].id]);
         const third = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100, skipOwners: [a.id] });
         expect(third).toEqual([]);
-        expect((await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100 })).map((x) => x.id)).toEqual([d[2].id]);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100 })).map((x) => x.id)).toEqual([d[1].id, d[2].id]);
       });
 
       it('record appends the entries and settles the outcomes of the lease holder in one write', async () => {
