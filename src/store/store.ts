@@ -227,9 +227,6 @@ export interface QueuedDelivery {
   endpoint_id: number;
 }
 
-/** Delivery log entries kept per endpoint (the newest), by every backend. */
-export const LOG_RETENTION = 100;
-
 /**
  * The outbox: events with their deliveries, persisted before any attempt is made. Several
  * dispatchers may share it: a delivery is claimed under a lease, and a claimer that dies loses
@@ -438,6 +435,9 @@ export interface Store extends Repositories {
   flush(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The newest delivery log entries kept per endpoint, on every backend. */
+export const LOG_RETENTION = 100;
 
 /** Base of the store's errors: backend-neutral, no file paths or SQL in the message. */
 export class StoreError extends Error {
