@@ -637,7 +637,7 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
       expect(queued).toHaveLength(11);
       expect(queued.map((q) => q.endpoint_id)).toContain(adminHook.id);
       // The publish statement as the store runs it, planned with these values.
-      const values = [[randomUUID()], ['site.created'], [customers[0].id], ['{}'], [now()], ['{}'], [1], [now()], null, 0, 0, 0, 0, [], [], null, [], []];
+      const values = [[randomUUID()], ['site.created'], [customers[0].id], ['{}'], [now()], ['{}'], [1], [now()]];
       const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${PUBLISH_SQL}`, values);
       const scans: string[] = [];
       const walk = (node: Record<string, unknown>) => {

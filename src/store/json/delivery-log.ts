@@ -1,10 +1,10 @@
 // Delivery logs, one JSON-lines file per endpoint under deliveries/. Entry ids come from the
 // store's counter (increasing integers, short enough to type). Recording an attempt
 // appends one line to that endpoint's file only, so its cost does not grow with the number
-// of endpoints. A file is cut back to the newest 100 entries once it holds 200. The last 100
-// entries of recently read logs are kept parsed in memory and kept current by appends, within a
-// byte budget (least recently read logs are dropped first and read from disk again when asked
-// for); every log read or written keeps a small health summary (HealthWindow). At most
+// of endpoints. A file is cut back to the newest LOG_RETENTION entries once it holds twice
+// that. The kept entries of recently read logs are held parsed in memory and kept current by
+// appends, within a byte budget (least recently read logs are dropped first and read from disk
+// again when asked for); every log read or written keeps a small health summary (HealthWindow). At most
 // MAX_OPEN_FILES file handles stay open however many endpoints there are.
 import { mkdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -50,10 +50,15 @@ export async function timedCommit<T>(ctx: StoreContext, write: Promise<T>): Prom
   return result;
 }
 
+/** Tells every daemon, once committed, that the row `id` of `collection` changed. */
+export function announceRecord(d: Db, collection: string, id: unknown): void {
+  d.announce(JSON.stringify({ kind: 'record', collection, id: Number(id) }));
+}
+
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
 export async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
   const result = await d.query(text, values);
-  for (const row of result.rows) d.announce(JSON.stringify({ kind: 'record', collection, id: Number(row.id) }));
+  for (const row of result.rows) announceRecord(d, collection, row.id);
   return result;
 }
 
