@@ -145,6 +145,8 @@ export class JsonStore implements Store {
     this.deliveryLog = new JsonDeliveryLog(
       paths.deliveriesDir,
       {
+        reserveIds: (count) => this.#journal.reserveLogIds(state.counters, count),
+        appended: (entries) => this.changes.publish([{ kind: 'logged', ids: entries.map((entry) => entry.id) }]),
       },
       ops,
     );
