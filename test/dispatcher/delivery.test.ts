@@ -158,8 +158,11 @@ describe.concurrent('webhook delivery', () => {
       );
     }
     await hook.waitFor(105);
-    // One shared agent with keep-alive: connections are reused, at most one per slot.
-    expect(hook.connections()).toBeLessThanOrEqual(8);
+    // At most one request per slot, over one shared keep-alive agent: connections are reused.
+    // (Not "at most 8 connections": a slot idle past the agent's keep-alive time, as on a loaded
+    // machine between two batches, rightly opens a new one.)
+    expect(hook.maxConcurrent()).toBeLessThanOrEqual(8);
+    expect(hook.connections()).toBeLessThan(hook.requests.length / 2);
     // Arrived is not yet recorded: wait until the ten latest arrivals are in the log (they must
     // be kept), so that every one of the 105 attempts has been recorded.
     const latest = hook.requests.slice(-10).map((r) => r.headers['x-webhook-delivery'] as string);
