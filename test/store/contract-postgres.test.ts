@@ -48,5 +48,9 @@ if (!adminUrl) {
     async openAnother() {
       return PostgresStore.open(current!);
     },
+    async reopen(store) {
+      await store.close();
+      return PostgresStore.open(current!);
+    },
   });
 }

@@ -544,9 +544,11 @@ export function createRepositories(db: Db, ctx: StoreContext, work: Db = db): Re
   };
   const softHits = db.inTransaction ? null : new HitBatcher(countSoftHits);
   const limiter: LimiterRepository = {
-    async hit(key, windowMs, now, options) {
-      if (softHits && options?.durable === false) return softHits.hit(key, windowMs, now);
+    async hit(key, windowMs, now) {
       return countHits(key, windowMs, now, 1);
+    },
+    async countRequest(key, windowMs, now) {
+      return softHits ? softHits.hit(key, windowMs, now) : countHits(key, windowMs, now, 1);
     },
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);
