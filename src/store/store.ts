@@ -381,8 +381,8 @@ export interface ChangeFeed {
   readonly synchronous: boolean;
   subscribe(listener: (change: Change) => void): () => void;
   /**
-   * Whether every change of the cached collections (users, API keys, subscriptions, sites)
-   * committed before the call, by any daemon of the store, has been published to the listeners.
+   * Whether every change of the cached collections (users, API keys, revoked tokens,
+   * subscriptions, sites) committed before the call, by any daemon of the store, has been published to the listeners.
    * `true` at once when synchronous. With a shared database the feed asks the database which of
    * them changed since it last asked, publishes those (as `record` changes with `id` null) and
    * answers true; several calls share one question, never one asked before they were made. False
@@ -458,6 +458,9 @@ export interface Store extends Repositories {
   flush(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The newest delivery log entries kept per endpoint, on every backend. */
+export const LOG_RETENTION = 100;
 
 /** Base of the store's errors: backend-neutral, no file paths or SQL in the message. */
 export class StoreError extends Error {
