@@ -48,8 +48,9 @@ if (!adminUrl) {
     async openAnother() {
       return PostgresStore.open(current!);
     },
-    async reopen(store) {
-      await store.close();
+    // Committed is durable: the next daemon on the database sees it (the crashed one's leases
+    // live on until they end).
+    async crash() {
       return PostgresStore.open(current!);
     },
   });
