@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Settings } from '../../shared/settings.js';
+import { isUnavailable, UnavailableLog } from '../unavailable-log.js';
 import { routeOf } from './auth.js';
 
 export type LimitScope = 'login' | 'reset' | 'user';
@@ -71,6 +72,8 @@ const WINDOWS_MOST = 10_000;
  */
 class RequestWindows {
   readonly #windows = new Map<string, WindowState>();
+  /** A store that is down fails every count admitted early: said once per interval. */
+  readonly #unavailable = new UnavailableLog();
 
   constructor(private readonly app: FastifyInstance) {}
 
@@ -101,7 +104,11 @@ class RequestWindows {
       },
     );
     if (!room) return counting;
-    counting.catch((error: unknown) => this.app.log.warn({ err: error }, 'a request could not be counted in its window'));
+    counting.catch((error: unknown) => {
+      const message = 'a request admitted at once could not be counted in its window';
+      if (isUnavailable(error)) this.#unavailable.note(error, message, (details, line) => this.app.log.warn(details, line));
+      else this.app.log.error({ err: error }, message);
+    });
     return { count: view!.count + state.out, windowStart: view!.windowStart };
   }
 }
