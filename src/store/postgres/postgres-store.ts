@@ -79,7 +79,6 @@ export class PostgresStore implements Store {
       heldTouches: new Map(),
       unpruned: new Map(),
       pruned: new Map(),
-      publishTaker: null,
       commitObserver: null,
       vacuum: this.#vacuum,
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
@@ -144,9 +143,8 @@ export class PostgresStore implements Store {
     return this.#ctx.commitObserver ? timedCommit(this.#ctx, done) : done;
   }
 
-  takeOnPublish(taker: PublishTaker | null): void {
-    this.#ctx.publishTaker = taker;
-  }
+  /** Nothing is taken at publish: dispatchers hear of new work from the change feed and claim it. */
+  takeOnPublish(_taker: PublishTaker | null): void {}
 
   observeCommits(observer: ((seconds: number) => void) | null): void {
     this.#ctx.commitObserver = observer;

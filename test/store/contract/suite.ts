@@ -743,70 +743,6 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(new Set(queued.flat().map((q) => q.id)).size).toBe(queued.flat().length);
       });
 
-      it('takeOnPublish: a taker gets a publish\'s deliveries leased to it within its room, once committed; the rest stay claimable', async () => {
-        const { user, hooks } = await endpoints(3);
-        const [h0, h1, h2] = hooks;
-        const offers: ClaimOptions[] = [];
-        const takes: Array<{ offer: ClaimOptions; deliveries: DeliveryRecord[] }> = [];
-        let room: Partial<ClaimOptions> | null = { perEndpoint: 1, skipEndpoints: [h2.id] };
-        store.takeOnPublish({
-          offer: () => {
-            if (!room) return null;
-            const offer: ClaimOptions = { owner: 'taker', now: 10_000, leaseMs: 30_000, limit: 100, perEndpoint: 100, ...room };
-            offers.push(offer);
-            return offer;
-          },
-          take: (offer, deliveries) => takes.push({ offer, deliveries }),
-        });
-        const template = { body: '{"n":1}', next_attempt_at: 5_000, created_at: T0 };
-        const first = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        expect(first).toHaveLength(3);
-        expect(takes).toHaveLength(1);
-        expect(takes[0].offer).toBe(offers[0]);
-        // h2 was skipped: its delivery stays claimable.
-        expect(takes[0].deliveries.map((d) => d.endpoint_id).sort()).toEqual([h0.id, h1.id].sort());
-        for (const d of takes[0].deliveries) {
-          expect(d).toMatchObject({ id: first.find((q) => q.endpoint_id === d.endpoint_id)!.id, owner_id: user.id, event: 'site.created', body: '{"n":1}', state: 'pending', attempts: 0, next_attempt_at: 5_000, created_at: T0 });
-        }
-        // No other claimer gets the taken ones while their lease lives; h2's is free.
-        const claimed = await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 });
-        expect(claimed.map((d) => d.endpoint_id)).toEqual([h2.id]);
-        await store.outbox.release('other', claimed.map((d) => d.id));
-
-        // Endpoints with a claimable delivery waiting take none at publish: the older goes first.
-        room = { perEndpoint: 1 };
-        const second = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, { ...template, body: '{"n":2}' });
-        expect(second).toHaveLength(3);
-        expect(takes[1].deliveries.map((d) => d.endpoint_id).sort()).toEqual([h0.id, h1.id].sort());
-        expect((await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 })).map((d) => d.id).sort()).toEqual(
-          [first[2].id, second[2].id].sort(),
-        );
-
-        // The lease holder records outcomes; nobody else does.
-        const taken = takes[1].deliveries[0];
-        expect(await store.outbox.settle('other', [{ id: taken.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([]);
-        expect(await store.outbox.settle('taker', [{ id: taken.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([taken.id]);
-
-        // Room for fewer than there are: a take answers every offer, empty when it leased nothing.
-        room = { perEndpoint: 1, limit: 1 };
-        await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        expect(takes[2].deliveries).toHaveLength(1);
-        room = { perEndpoint: 1, skipOwners: [user.id] };
-        await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        expect(takes[3].deliveries).toEqual([]);
-        expect(takes).toHaveLength(offers.length);
-
-        // No offer: nothing is leased. Inside a transaction no offer is asked for.
-        room = null;
-        const unoffered = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        room = { perEndpoint: 1 };
-        const inTx = await store.transaction((tx) => tx.outbox.publish({ ...eventRecord(), owner_id: user.id }, template));
-        expect(offers).toHaveLength(4);
-        store.takeOnPublish(null);
-        const free = (await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 })).map((d) => d.id);
-        expect(free).toEqual(expect.arrayContaining([...unoffered, ...inTx].map((q) => q.id)));
-      });
-
       it('publish inside a transaction commits with it, or leaves nothing when it throws', async () => {
         const { user, hooks } = await endpoints(2);
         const template = { body: '{}', next_attempt_at: 0, created_at: T0 };
@@ -943,20 +879,6 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(named.map((x) => x.id)).toEqual([d3.id]);
         const rest = await store.outbox.claim({ ...claimDefaults, owner: 'w2', now: 1 });
         expect(rest.map((x) => x.id).sort()).toEqual([d1.id, d2.id].sort());
-      });
-
-      it('a claim takes at most an owner\'s room', async () => {
-        const { user: a, hooks: ofA } = await endpoints(2, 'room-a@example.test');
-        const { user: b, hooks: ofB } = await endpoints(2, 'room-b@example.test');
-        const all = [...ofA, ...ofB].flatMap((hook) => [0, 1, 2].map((i) => delivery(hook.id, hook.user_id, i)));
-        await store.outbox.enqueue(eventRecord(), all);
-        const claimed = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10, perEndpoint: 3, perOwner: 4, ownerRoom: [[a.id, 1]] });
-        expect(claimed.filter((d) => d.owner_id === a.id)).toHaveLength(1);
-        expect(claimed.filter((d) => d.owner_id === b.id)).toHaveLength(4);
-        // The oldest due of each owner come first.
-        expect(claimed.find((d) => d.owner_id === a.id)!.next_attempt_at).toBe(0);
-        const rest = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10, perEndpoint: 3, perOwner: 4, ownerRoom: [[b.id, 0]] });
-        expect(rest.map((d) => d.owner_id)).toEqual([a.id, a.id, a.id, a.id]);
       });
 
       it('record appends the entries and settles the outcomes of the lease holder', async () => {
