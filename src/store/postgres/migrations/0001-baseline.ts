@@ -247,7 +247,4 @@ CREATE TRIGGER subscriptions_read_change AFTER INSERT OR UPDATE OR DELETE ON sub
   FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
 CREATE TRIGGER sites_read_change AFTER INSERT OR UPDATE OR DELETE ON sites
   FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
--- A logout changes a cached caller; pruning revocations of expired tokens changes none.
-CREATE TRIGGER revoked_tokens_read_change AFTER INSERT OR UPDATE ON revoked_tokens
-  FOR EACH STATEMENT EXECUTE FUNCTION panelctl_note_read_change();
 `;
