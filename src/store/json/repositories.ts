@@ -16,7 +16,6 @@ import {
   type LimiterRepository,
   type NewRecord,
   type OutboxRepository,
-  type PublishTaker,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -83,8 +82,6 @@ export class JsonRepositories implements Repositories {
       removeLogs(endpointIds: number[]): Promise<void>;
       /** An API key whose use was recorded in memory only. */
       touched(id: number): void;
-      /** The dispatcher taking deliveries as they are published (the store's own repositories only). */
-      taker?: () => PublishTaker | null;
     },
   ) {
     const removeWebhook = (w: Writer, id: number): WebhookRecord | undefined => {
@@ -382,30 +379,17 @@ export class JsonRepositories implements Repositories {
           w.enqueue(deliveries);
           w.change({ kind: 'outbox' });
         }),
-      // The endpoints are matched inside the change, so none is removed in between. A taker's
-      // offer leases new deliveries once they are committed (see OutboxLanes.leaseNew).
-      publish: async (event: EventRecord, template: DeliveryTemplate) => {
-        const taker = hooks.taker?.() ?? null;
-        const offer = taker?.offer() ?? null;
-        let taken: DeliveryRecord[] = [];
-        try {
-          const queued = await run((w) => {
-            const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
-              deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
-            );
-            if (deliveries.length === 0) return [];
-            w.enqueue(deliveries);
-            w.change({ kind: 'outbox' });
-            return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
-          });
-          if (offer && queued.length > 0) {
-            taken = state.lanes.leaseNew(offer, queued.map((d) => d.id), (id) => state.deliveries.entry(id)).map((d) => d.record());
-          }
-          return queued;
-        } finally {
-          if (offer) taker!.take(offer, taken);
-        }
-      },
+      // The endpoints are matched inside the change, so none is removed in between.
+      publish: (event: EventRecord, template: DeliveryTemplate) =>
+        run((w) => {
+          const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
+            deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
+          );
+          if (deliveries.length === 0) return [];
+          w.enqueue(deliveries);
+          w.change({ kind: 'outbox' });
+          return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
+        }),
       // Records are made as deliveries leave the store; inside it they are compact entries.
       claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id)).map((d) => d.record()),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>

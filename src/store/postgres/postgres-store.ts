@@ -5,7 +5,7 @@
 import pg from 'pg';
 import type { Settings } from '../../shared/settings.js';
 import { describeDatabaseUrl } from '../factory.js';
-import type { PublishTaker, Repositories, Store, StoreInfo } from '../store.js';
+import type { Repositories, Store, StoreInfo } from '../store.js';
 import { createPool, Notifier, PoolDb, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed, READ_CHANGES_KEPT_MS } from './feed.js';
@@ -142,9 +142,6 @@ export class PostgresStore implements Store {
     const done = withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
     return this.#ctx.commitObserver ? timedCommit(this.#ctx, done) : done;
   }
-
-  /** Nothing is taken at publish: dispatchers hear of new work from the change feed and claim it. */
-  takeOnPublish(_taker: PublishTaker | null): void {}
 
   observeCommits(observer: ((seconds: number) => void) | null): void {
     this.#ctx.commitObserver = observer;
