@@ -54,7 +54,6 @@ const CHANGED_SINCE_SQL = `SELECT pg_current_snapshot()::text AS snapshot,
 const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS snapshot';
 
 export class PgChangeFeed implements ChangeFeed {
-  readonly synchronous = false;
   readonly #listeners = new Set<(change: Change) => void>();
   #client: pg.Client | null = null;
   #connected = false;
