@@ -145,22 +145,21 @@ export interface RevokedTokensRepository {
   prune(now: number): Promise<void>;
 }
 
-export interface HitOptions {
-  /**
-   * false: the hit may be written lazily (request-rate windows, counted on every request, are
-   * not worth a durable write each; a crash forgets at most a second of them). Default true
-   * (lockout counters). Backends whose every write is cheap may ignore it.
-   */
-  durable?: boolean;
-}
-
 /** Counters of the request limits and the login lockout, shared by every daemon of a store. */
 export interface LimiterRepository {
   /**
-   * Atomically counts one hit of `key` in a fixed window of `windowMs` and answers the new state.
-   * A window that has ended (or a lock that has ended) starts a new one with count 1.
+   * A lockout counter's hit: atomically counts one hit of `key` in a fixed window of `windowMs`
+   * and answers the new state, once durable (a counted failure survives a crash). A window that
+   * has ended (or a lock that has ended) starts a new one with count 1.
    */
-  hit(key: string, windowMs: number, now: number, options?: HitOptions): Promise<LimiterRecord>;
+  hit(key: string, windowMs: number, now: number): Promise<LimiterRecord>;
+  /**
+   * A request window's hit: counted as `hit` counts, atomically and in the one window every
+   * daemon of the store shares, and answered with the count right after it. Written lazily: it
+   * may resolve before the count is durable, and a crash forgets at most about a second of
+   * counts (a client gets that many requests back). `flush()` writes what is held.
+   */
+  countRequest(key: string, windowMs: number, now: number): Promise<LimiterRecord>;
   /** Takes back one hit (an attempt that turned out not to count, such as a good login). */
   release(key: string): Promise<void>;
   /** Locks `key` until `until` (epoch ms); keeps a later lock. */
@@ -381,9 +380,10 @@ export interface ChangeFeed {
    */
   subscribe(listener: (change: Change) => void): () => void;
   /**
-   * Whether every change of the cached collections (users, API keys, subscriptions, sites)
-   * committed before the call, by any daemon of the store, has been published to the listeners.
-   * `true` at once when every change is published before its write resolves (the embedded store). With a shared database the feed asks the database which of
+   * Whether every change of the cached collections (users, API keys, revoked tokens,
+   * subscriptions, sites) committed before the call, by any daemon of the store, has been
+   * published to the listeners. `true` at once when every change is published before its write
+   * resolves (the embedded store). With a shared database the feed asks the database which of
    * them changed since it last asked, publishes those (as `record` changes with `id` null) and
    * answers true; several calls share one question, never one asked before they were made. False
    * when it cannot ask (disconnected): a cache kept from the feed must then not be served.

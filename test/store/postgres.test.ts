@@ -479,14 +479,14 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
   it('counts concurrent request-window hits of several keys from two daemons exactly once each, several keys a statement', async () => {
     const keys = Array.from({ length: 5 }, () => `rl:user:${randomUUID()}`);
     const t = Date.now();
-    const hits = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).limiter.hit(keys[i % keys.length], 60_000, t, { durable: false })));
+    const hits = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).limiter.countRequest(keys[i % keys.length], 60_000, t)));
     for (const key of keys) {
       const counts = hits.filter((h) => h.key === key).map((h) => h.count);
       expect(counts.sort((x, y) => x - y), key).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
       expect((await a.limiter.get(key))!.count).toBe(40);
     }
     // The window ended: the next hit starts a new one, as a durable hit would.
-    expect(await b.limiter.hit(keys[0], 60_000, t + 60_000, { durable: false })).toEqual({ key: keys[0], count: 1, window_start: t + 60_000, locked_until: 0 });
+    expect(await b.limiter.countRequest(keys[0], 60_000, t + 60_000)).toEqual({ key: keys[0], count: 1, window_start: t + 60_000, locked_until: 0 });
   });
 
   it('holds API key uses in memory until flushed, and shares one secret between daemons', async () => {

@@ -12,7 +12,6 @@ import {
   type DeliveryLogRepository,
   type DeliveryOutcome,
   type DeliveryTemplate,
-  type HitOptions,
   type IdRange,
   type LimiterRepository,
   type NewRecord,
@@ -321,20 +320,17 @@ export class JsonRepositories implements Repositories {
         }),
     };
 
+    /** One hit of `key`'s window at `now`: a window (or lock) that ended starts afresh. */
+    const countHit = (w: Writer, key: string, windowMs: number, now: number, durable: boolean) => {
+      const previous = state.limiter.get(key);
+      const ended = !previous || now >= previous.window_start + windowMs || (previous.locked_until !== 0 && previous.locked_until <= now);
+      const record: LimiterRecord = ended ? { key, count: 1, window_start: now, locked_until: 0 } : { ...previous, count: previous.count + 1 };
+      return w.put('limiter', record, durable);
+    };
     this.limiter = {
-      hit: (key: string, windowMs: number, now: number, options: HitOptions = {}) =>
-        run(
-          (w) => {
-            const previous = state.limiter.get(key);
-            const ended =
-              !previous || now >= previous.window_start + windowMs || (previous.locked_until !== 0 && previous.locked_until <= now);
-            const record: LimiterRecord = ended
-              ? { key, count: 1, window_start: now, locked_until: 0 }
-              : { ...previous, count: previous.count + 1 };
-            return w.put('limiter', record, options.durable ?? true);
-          },
-          { durable: options.durable ?? true },
-        ),
+      hit: (key, windowMs, now) => run((w) => countHit(w, key, windowMs, now, true)),
+      // Applied in memory at once and written with the store's soft changes (a second at most).
+      countRequest: (key, windowMs, now) => run((w) => countHit(w, key, windowMs, now, false), { durable: false }),
       release: (key) =>
         run((w) => {
           const current = state.limiter.get(key);

@@ -506,10 +506,10 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.limiter.get('burst'))?.count).toBe(100);
       });
 
-      it('100 concurrent non-durable hits (on two handles when there are two) answer 1..100 each once, in order per handle', async () => {
+      it('100 concurrent request-window hits (on two handles when there are two) answer 1..100 each once, in order per handle', async () => {
         const other = backend.openAnother ? await backend.openAnother() : store;
         if (other !== store) opened.push(other);
-        const hits = Array.from({ length: 100 }, (_, i) => (i % 2 ? other : store).limiter.hit('soft', 60_000, 1_000, { durable: false }));
+        const hits = Array.from({ length: 100 }, (_, i) => (i % 2 ? other : store).limiter.countRequest('soft', 60_000, 1_000));
         const counts = (await Promise.all(hits)).map((r) => r.count);
         expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
         for (const parity of [0, 1]) {
@@ -518,10 +518,31 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         }
         expect((await store.limiter.get('soft'))?.count).toBe(100);
         // Once the window has ended, a burst starts a new one: 1..10 again.
-        const fresh = await Promise.all(Array.from({ length: 10 }, () => store.limiter.hit('soft', 60_000, 61_000, { durable: false })));
+        const fresh = await Promise.all(Array.from({ length: 10 }, () => store.limiter.countRequest('soft', 60_000, 61_000)));
         expect(fresh.map((r) => r.count)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
         expect(fresh.every((r) => r.window_start === 61_000)).toBe(true);
         expect((await other.limiter.get('soft'))?.count).toBe(10);
+      });
+
+      it('a lockout hit survives a crash once answered; request-window counts once flushed (a crash may forget the unflushed)', async () => {
+        for (let i = 0; i < 3; i++) await store.limiter.countRequest('window', 60_000, 1_000);
+        await store.flush();
+        // The last write before the crash: durable on its own, nothing later carries it to disk.
+        await store.limiter.hit('lockout', 60_000, 1_000);
+        const after = await crash();
+        expect(await after.limiter.get('window')).toEqual({ key: 'window', count: 3, window_start: 1_000, locked_until: 0 });
+        expect(await after.limiter.get('lockout')).toEqual({ key: 'lockout', count: 1, window_start: 1_000, locked_until: 0 });
+        expect((await after.limiter.countRequest('window', 60_000, 2_000)).count).toBe(4);
+      });
+
+      it('a request window and a lockout counter of one key are one count (countRequest is hit written lazily)', async () => {
+        await store.limiter.hit('both', 60_000, 1_000);
+        expect((await store.limiter.countRequest('both', 60_000, 1_500)).count).toBe(2);
+        expect((await store.limiter.hit('both', 60_000, 1_600)).count).toBe(3);
+        // A lock holds a request window too, and its end starts a new one.
+        await store.limiter.lock('both', 5_000);
+        expect(await store.limiter.countRequest('both', 60_000, 2_000)).toMatchObject({ count: 4, locked_until: 5_000 });
+        expect(await store.limiter.countRequest('both', 60_000, 5_000)).toEqual({ key: 'both', count: 1, window_start: 5_000, locked_until: 0 });
       });
 
       it('release takes back a hit; lock holds until its time, then a hit starts afresh', async () => {
