@@ -28,6 +28,10 @@ export interface WebhookEndpoint {
   health?: EndpointHealth;
   created_at: string;
   updated_at: string;
+  /** Seconds before each retry; absent from older daemons. */
+  retry_schedule?: number[];
+  /** Attempts at once to the endpoint; absent from older daemons. */
+  max_in_flight?: number;
 }
 
 export interface Site {

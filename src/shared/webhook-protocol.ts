@@ -28,3 +28,19 @@ export const MAX_RESPONSE_BYTES = 4096;
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 8;
 /** How long a test or redeliver waits for the first attempt's log entry, whoever makes it. */
 export const FIRST_ATTEMPT_WAIT_MS = 30_000;
+/** Bounds of an endpoint's retry schedule (CONTRACT.md section 7): entries, each entry's seconds, their sum. */
+export const RETRY_SCHEDULE_MAX_ENTRIES = 10;
+export const RETRY_DELAY_MAX_SECONDS = 86_400;
+export const RETRY_SCHEDULE_MAX_TOTAL_SECONDS = 259_200;
+/** Bounds of an endpoint's `max_in_flight`. */
+export const MAX_IN_FLIGHT_LIMIT = 64;
+
+/**
+ * The delay (whole seconds) of the retry that follows a failed attempt, read from its log entry
+ * (the retry is due `next_attempt_at`, the delay after the attempt's answer); the default 2 s
+ * for entries of older daemons, which do not say.
+ */
+export function retryDelaySecondsOf(entry: { next_attempt_at?: string | null; created_at: string; duration_ms: number }): number {
+  if (!entry.next_attempt_at) return RETRY_DELAY_MS / 1000;
+  return Math.max(0, Math.round((Date.parse(entry.next_attempt_at) - Date.parse(entry.created_at) - entry.duration_ms) / 1000));
+}

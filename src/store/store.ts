@@ -280,6 +280,11 @@ export interface OutboxRepository {
    * answer when it can next be claimed (its lease's end, if later); null: none pending.
    */
   nextDueAt(): Promise<number | null>;
+  /**
+   * When each endpoint's earliest pending retry (a delivery attempted before) is due (epoch ms),
+   * by endpoint id; endpoints without one are absent. For the endpoint's health.
+   */
+  nextRetryAt(endpointIds: readonly number[]): Promise<Map<number, number>>;
   pendingCount(): Promise<number>;
   /**
    * The queue at a glance, in one read: pending deliveries (every daemon's, on a shared

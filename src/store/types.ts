@@ -70,6 +70,10 @@ export interface WebhookRecord {
   signature?: 'seed' | 'standard-webhooks';
   /** When the endpoint was last enabled again: failures before it do not count towards auto-disable. */
   health_reset_at?: string | null;
+  /** Whole seconds before each retry; absent on records that keep the default `[2]`. */
+  retry_schedule?: number[];
+  /** Attempts at once to the endpoint; absent on records that keep the default 8. */
+  max_in_flight?: number;
 }
 
 export interface ResetTokenRecord {
@@ -137,6 +141,8 @@ export interface DeliveryLogEntry {
   reason?: string | null;
   /** The daemon that made the attempt, `hostname:pid`. Absent on older entries. */
   daemon?: string;
+  /** On a failed attempt: when the delivery's next attempt is due, or null when none is left. Absent on successes and older entries. */
+  next_attempt_at?: string | null;
 }
 
 export interface StoreData {

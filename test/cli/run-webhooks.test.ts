@@ -228,3 +228,27 @@ describe('webhooks deliveries', () => {
     expect(api.streams).toEqual([]);
   });
 });
+
+describe('webhooks retry schedule and cap flags', () => {
+  it('create and update send --retry-schedule and --max-in-flight ("none" is no retry), and the record shows them', async () => {
+    const echo = (req: { body?: any }) => ({
+      data: { ...ENDPOINT, retry_schedule: [2], max_in_flight: 8, ...req.body, secret: undefined, health: { ...ENDPOINT.health, next_attempt_at: '2025-05-01T12:00:05.000Z' } },
+    });
+    api.on('POST', '/webhooks', echo);
+    api.on('PUT', '/webhooks/5', echo);
+    const created = await cli(['webhooks', 'create', '--url', ENDPOINT.url, '--events', '*', '--secret', 's', '--retry-schedule', '1, 1,2', '--max-in-flight', '1']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(api.sent('POST', '/webhooks')[0].body).toMatchObject({ retry_schedule: [1, 1, 2], max_in_flight: 1 });
+    expect(created.stdout).toMatch(/retries\s*: 1 s, 1 s, 2 s/);
+    expect(created.stdout).toMatch(/max in flight\s*: 1/);
+    expect(created.stdout).toMatch(/next attempt\s*: /);
+    const none = await cli(['webhooks', 'update', '5', '--retry-schedule', 'none']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(api.sent('PUT', '/webhooks/5')[0].body).toEqual({ retry_schedule: [] });
+    expect(none.stdout).toMatch(/retries\s*: none/);
+    for (const bad of ['', '1,,2', '1.5', 'soon']) {
+      const refused = await cli(['webhooks', 'update', '5', '--retry-schedule', bad]);
+      expect([bad, refused.code]).toEqual([bad, 2]);
+    }
+  });
+});

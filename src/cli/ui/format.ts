@@ -83,8 +83,9 @@ export function endpointLabel(id: number, endpoint: WatchEndpoint | undefined): 
   return endpoint ? `#${id} ${clean(endpoint.host)}${clean(pathOf(endpoint.url))}` : `#${id}`;
 }
 
-/** The attempt cell: retries (attempt 2) carry a ↻ mark. */
+/** The attempt cell: retries carry a ↻ mark; past the default's two attempts (a retry schedule), the number alone. */
 export function formatAttempt(entry: WatchEntry): string {
+  if (entry.attempt > 2) return `${entry.attempt}↻`;
   return entry.attempt > 1 ? `${entry.attempt}/2↻` : `${entry.attempt}/2`;
 }
 
@@ -183,6 +184,7 @@ export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefin
     entry.success ? 'ok' : 'error',
   );
   if (!entry.success && entry.reason) push(`Reason ${entry.reason}`, 'error');
+  if (retryPending && entry.next_attempt_at) push(`Next attempt ${formatTime(entry.next_attempt_at)} (${entry.next_attempt_at})`, 'body');
   const health = endpoint?.health;
   if (health && health.success_rate !== null) {
     const failing = health.consecutive_failures ? `${health.consecutive_failures} failed deliveries in a row  ·  ` : '';

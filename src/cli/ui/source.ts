@@ -39,6 +39,7 @@ export function parseEntry(raw: unknown): WatchEntry | null {
     reason: typeof raw.reason === 'string' ? raw.reason : null,
   };
   if (typeof raw.daemon === 'string') entry.daemon = raw.daemon;
+  if (typeof raw.next_attempt_at === 'string' || raw.next_attempt_at === null) entry.next_attempt_at = raw.next_attempt_at;
   if (isObject(raw.request_headers)) {
     entry.request_headers = Object.fromEntries(
       Object.entries(raw.request_headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),

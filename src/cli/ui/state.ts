@@ -132,13 +132,19 @@ export function troubledEndpoints(state: WatchState): WatchEndpoint[] {
 }
 
 /** The deliveries whose retry (attempt 2) has been seen. */
-export function retriedDeliveries(entries: WatchEntry[]): Set<string> {
-  return new Set(entries.filter((e) => e.attempt > 1).map((e) => e.delivery_id));
+export function retriedDeliveries(entries: WatchEntry[]): Map<string, number> {
+  const latest = new Map<string, number>();
+  for (const e of entries) if (e.attempt > (latest.get(e.delivery_id) ?? 1)) latest.set(e.delivery_id, e.attempt);
+  return latest;
 }
 
-/** A failed first attempt whose retry has not been seen yet. */
-export function isRetryPending(entry: WatchEntry, retried: Set<string>): boolean {
-  return !entry.success && entry.attempt === 1 && !retried.has(entry.delivery_id);
+/**
+ * A failed attempt whose retry has not been seen yet: one that names its next attempt, or
+ * (entries of older daemons, which name none) a failed first attempt.
+ */
+export function isRetryPending(entry: WatchEntry, retried: Map<string, number>): boolean {
+  if (entry.success || (retried.get(entry.delivery_id) ?? 1) > entry.attempt) return false;
+  return entry.next_attempt_at === undefined ? entry.attempt === 1 : entry.next_attempt_at !== null;
 }
 
 export interface Counts {

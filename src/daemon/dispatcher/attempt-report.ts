@@ -5,8 +5,8 @@
 // stream (`event: endpoint`).
 import type { FastifyInstance } from 'fastify';
 import type { DeliveryLogEntry, WebhookRecord } from '../../store/types.js';
-import { MAX_ATTEMPTS } from '../../shared/webhook-protocol.js';
 import { computeHealth, entryReason } from './health.js';
+import { policyOfRecord } from './scheduler.js';
 
 /** The endpoint without its secret, as notices carry it. */
 export interface NoticeEndpoint {
@@ -79,7 +79,8 @@ export async function reportAttempt(app: FastifyInstance, entry: DeliveryLogEntr
     }
     const reason = entryReason(entry);
     app.log.warn({ ...fields, reason }, `webhook attempt failed: ${entry.event} to endpoint ${entry.endpoint_id}: ${reason}`);
-    if (endpoint && entry.attempt >= MAX_ATTEMPTS) await maybeDisable(app, endpoint);
+    // The delivery's last attempt (none of the endpoint's retries left): a failed delivery.
+    if (endpoint && entry.attempt > policyOfRecord(endpoint).retryDelaysMs.length) await maybeDisable(app, endpoint);
   } catch (error) {
     app.log.error({ err: error, endpoint_id: entry.endpoint_id }, 'could not report a webhook attempt');
   }
@@ -95,7 +96,7 @@ async function maybeDisable(app: FastifyInstance, endpoint: WebhookRecord): Prom
   if (!limit || !endpoint.active || disabling.has(endpoint.id)) return;
   disabling.add(endpoint.id);
   try {
-    const health = computeHealth(await app.store.deliveryLog.list(endpoint.id), endpoint.health_reset_at ?? null, app.clock());
+    const health = computeHealth(await app.store.deliveryLog.list(endpoint.id), endpoint.health_reset_at ?? null, app.clock(), policyOfRecord(endpoint).retryDelaysMs);
     if (health.consecutive_failures < limit) return;
     const now = new Date(app.clock()).toISOString();
     const updated = await app.store.webhooks.update(endpoint.id, { active: false, updated_at: now });

@@ -49,6 +49,7 @@ export async function runAttempt(delivery: DeliveryRecord, endpoint: WebhookReco
   const result = await context.sender.send(endpoint.url, headers, delivery.body, await context.allowPrivate());
   const retryDelay = policy.retryDelaysMs[attempt - 1];
   const state: DeliveryRecord['state'] = result.success ? 'succeeded' : retryDelay === undefined ? 'failed' : 'pending';
+  const nextAttemptAt = state === 'pending' ? context.clock() + retryDelay! : null;
   return {
     kind: 'made',
     result,
@@ -57,7 +58,7 @@ export async function runAttempt(delivery: DeliveryRecord, endpoint: WebhookReco
       id: delivery.id,
       attempts: attempt,
       state,
-      next_attempt_at: state === 'pending' ? context.clock() + retryDelay! : delivery.next_attempt_at,
+      next_attempt_at: nextAttemptAt ?? delivery.next_attempt_at,
     },
     entry: {
       event: delivery.event,
@@ -73,6 +74,9 @@ export async function runAttempt(delivery: DeliveryRecord, endpoint: WebhookReco
       request_headers: headers,
       reason: result.reason,
       daemon: DAEMON,
+      // On a failed attempt: when the retry is due, or null when none is left (what `watch` and
+      // `webhooks test` read to tell a pending retry from a failed delivery).
+      ...(result.success ? {} : { next_attempt_at: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString() }),
     },
   };
 }

@@ -19,7 +19,7 @@ import { RecentAttempts } from './recent-attempts.js';
 import { runAttempt, type AttemptRun, type Sender } from './attempt-runner.js';
 import { DeliveryNotAttempted, LogRelay, type EntryListener } from './log-relay.js';
 import { Recorder } from './recorder.js';
-import { DEFAULT_POLICY, Scheduler, type Answer, type Held, type PolicyOf } from './scheduler.js';
+import { DEFAULT_POLICY, Scheduler, policyOfRecord, type Answer, type EndpointPolicy, type Held, type PolicyOf } from './scheduler.js';
 
 export { DeliveryNotAttempted, type EntryListener } from './log-relay.js';
 
@@ -45,7 +45,7 @@ export interface DispatcherOptions {
   concurrency?: number;
   /** Attempts in flight at once to one customer's endpoints (default 64). */
   ownerShare?: number;
-  /** Each endpoint's policy (default: the service description's, the same for all). */
+  /** Each endpoint's policy (default: read from the endpoint's record, as last read). */
   policyOf?: PolicyOf;
   leaseMs?: number;
   /** The safety poll (default 1 s). */
@@ -73,6 +73,8 @@ export class Dispatcher {
   readonly #sender: Sender;
   readonly #allowPrivate: () => Promise<boolean>;
   readonly #policyOf: PolicyOf;
+  /** Each endpoint's policy as its record was last read (a claimed batch's read refreshes it). */
+  readonly #policies = new Map<number, EndpointPolicy>();
   readonly #leaseMs: number;
   readonly #pollMs: number;
   readonly #log: DispatcherOptions['log'];
@@ -103,7 +105,7 @@ export class Dispatcher {
     this.#clock = options.clock;
     this.#sender = options.sender;
     this.#allowPrivate = options.allowPrivate;
-    this.#policyOf = options.policyOf ?? (() => DEFAULT_POLICY);
+    this.#policyOf = options.policyOf ?? ((endpointId) => this.#policies.get(endpointId) ?? DEFAULT_POLICY);
     this.#leaseMs = options.leaseMs ?? LEASE_MS;
     this.#pollMs = options.pollMs ?? 1_000;
     this.owner = options.owner ?? defaultOwnerId();
@@ -292,7 +294,12 @@ export class Dispatcher {
         this.#scheduler.foundNothing(shape);
         continue;
       }
-      const excess = this.#scheduler.hold(claimed, this.#readEndpoints(claimed), this.#clock());
+      // The endpoints' policies (their caps) are known before their deliveries are held. The
+      // attempts awaited this read anyway; a failed one fails them (see #readEndpoints).
+      const read = this.#readEndpoints(claimed);
+      await read.endpoints.catch(() => undefined);
+      if (this.#state !== 'running') return this.#handBack(claimed);
+      const excess = this.#scheduler.hold(claimed, read, this.#clock());
       void this.#handBack(excess);
     }
     this.#launchReady();
@@ -334,7 +341,16 @@ export class Dispatcher {
     const at = this.#clock();
     if (deliveries.length === 0) return { at, endpoints: Promise.resolve(new Map()) };
     const ids = [...new Set(deliveries.map((d) => d.endpoint_id))];
-    const endpoints = this.#store.webhooks.getMany(ids).then((list) => new Map(list.map((e) => [e.id, e])));
+    const endpoints = this.#store.webhooks.getMany(ids).then((list) => {
+      const found = new Map(list.map((e) => [e.id, e]));
+      // A deleted endpoint's policy goes with it.
+      for (const id of ids) {
+        const endpoint = found.get(id);
+        if (endpoint) this.#policies.set(id, policyOfRecord(endpoint));
+        else this.#policies.delete(id);
+      }
+      return found;
+    });
     // Every launched attempt awaits it; none may be launched (all handed back).
     endpoints.catch(() => undefined);
     return { at, endpoints };

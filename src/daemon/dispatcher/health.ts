@@ -3,13 +3,24 @@
 // final outcome was, which the auto-disable and recovery both need.
 import type { LogHealth } from '../../store/store.js';
 import type { DeliveryLogEntry } from '../../store/types.js';
-import { MAX_ATTEMPTS } from '../../shared/webhook-protocol.js';
+import { RETRY_DELAY_MS } from '../../shared/webhook-protocol.js';
+import { DEFAULT_POLICY } from './scheduler.js';
 /**
- * A failed first attempt with no retry in the log after this long is taken as final: the retry
- * is made 2 s after the failure and bounded by 10 s, so it was cancelled (the endpoint was
- * disabled or the daemon dropped it) rather than pending.
+ * A failed attempt with no retry in the log this long after the retry's delay (beyond the
+ * default 2 s) is taken as final: the retry is bounded by 10 s, so it was cancelled (the
+ * endpoint was disabled or the daemon dropped it) rather than pending.
  */
 export const RETRY_GIVEN_UP_MS = 60_000;
+
+/**
+ * Whether a failed attempt was its delivery's last: none of the endpoint's retries is left
+ * (`retryDelaysMs`, the endpoint's schedule in ms), or its retry is long overdue.
+ */
+export function attemptWasLast(attempt: number, createdAt: string, retryDelaysMs: readonly number[], nowMs: number): boolean {
+  const delay = retryDelaysMs[attempt - 1];
+  if (delay === undefined) return true;
+  return nowMs - Date.parse(createdAt) > RETRY_GIVEN_UP_MS + Math.max(0, delay - RETRY_DELAY_MS);
+}
 
 export interface EndpointHealth {
   /** Failed deliveries in a row, newest first (both attempts failed), since the endpoint was last enabled. */
@@ -19,6 +30,8 @@ export interface EndpointHealth {
   last_failure_reason: string | null;
   /** Successful attempts / attempts over the log (last 100 attempts), 0 to 1; null without attempts. */
   success_rate: number | null;
+  /** When the endpoint's next retry is due (the earliest of its pending retries); null when none is. */
+  next_attempt_at: string | null;
 }
 
 export type Outcome = 'succeeded' | 'failed' | 'pending';
@@ -41,7 +54,7 @@ export function entryReason(entry: Pick<DeliveryLogEntry, 'success' | 'reason' |
  * Each delivery of a log (newest first in, newest first out) with how it ended: succeeded, failed
  * (the last attempt failed and no further attempt is due), or pending (a retry is due).
  */
-export function deliveryOutcomes(entries: readonly DeliveryLogEntry[], nowMs: number): DeliveryOutcome[] {
+export function deliveryOutcomes(entries: readonly DeliveryLogEntry[], nowMs: number, retryDelaysMs: readonly number[] = DEFAULT_POLICY.retryDelaysMs): DeliveryOutcome[] {
   const latest = new Map<string, DeliveryLogEntry>();
   const order: string[] = [];
   for (const entry of entries) {
@@ -52,10 +65,7 @@ export function deliveryOutcomes(entries: readonly DeliveryLogEntry[], nowMs: nu
   return order.map((id) => {
     const last = latest.get(id)!;
     let outcome: Outcome = 'succeeded';
-    if (!last.success) {
-      const givenUp = last.attempt >= MAX_ATTEMPTS || nowMs - Date.parse(last.created_at) > RETRY_GIVEN_UP_MS;
-      outcome = givenUp ? 'failed' : 'pending';
-    }
+    if (!last.success) outcome = attemptWasLast(last.attempt, last.created_at, retryDelaysMs, nowMs) ? 'failed' : 'pending';
     return { delivery_id: id, outcome, last };
   });
 }
@@ -64,13 +74,20 @@ export function deliveryOutcomes(entries: readonly DeliveryLogEntry[], nowMs: nu
  * @example
  * computeHealth(await store.deliveryLog.list(id), endpoint.health_reset_at ?? null, Date.now());
  */
-export function computeHealth(entries: readonly DeliveryLogEntry[], resetAt: string | null, nowMs: number): EndpointHealth {
+export function computeHealth(
+  entries: readonly DeliveryLogEntry[],
+  resetAt: string | null,
+  nowMs: number,
+  retryDelaysMs: readonly number[] = DEFAULT_POLICY.retryDelaysMs,
+  nextAttemptAt: number | null = null,
+): EndpointHealth {
   const health: EndpointHealth = {
     consecutive_failures: 0,
     last_success_at: null,
     last_failure_at: null,
     last_failure_reason: null,
     success_rate: null,
+    next_attempt_at: isoOrNull(nextAttemptAt),
   };
   let ok = 0;
   for (const entry of entries) {
@@ -84,7 +101,7 @@ export function computeHealth(entries: readonly DeliveryLogEntry[], resetAt: str
   }
   if (entries.length) health.success_rate = Math.round((ok / entries.length) * 1000) / 1000;
   const resetMs = resetAt ? Date.parse(resetAt) : -Infinity;
-  for (const delivery of deliveryOutcomes(entries, nowMs)) {
+  for (const delivery of deliveryOutcomes(entries, nowMs, retryDelaysMs)) {
     if (delivery.outcome === 'pending') continue;
     if (delivery.outcome === 'succeeded' || Date.parse(delivery.last.created_at) < resetMs) break;
     health.consecutive_failures++;
@@ -98,7 +115,13 @@ export function computeHealth(entries: readonly DeliveryLogEntry[], resetAt: str
  * @example
  * healthFromSummary((await store.deliveryLog.health([id])).get(id)!, endpoint.health_reset_at ?? null, Date.now());
  */
-export function healthFromSummary(summary: LogHealth, resetAt: string | null, nowMs: number): EndpointHealth {
+export function healthFromSummary(
+  summary: LogHealth,
+  resetAt: string | null,
+  nowMs: number,
+  retryDelaysMs: readonly number[] = DEFAULT_POLICY.retryDelaysMs,
+  nextAttemptAt: number | null = null,
+): EndpointHealth {
   const failure = summary.last_failure;
   const health: EndpointHealth = {
     consecutive_failures: 0,
@@ -106,6 +129,7 @@ export function healthFromSummary(summary: LogHealth, resetAt: string | null, no
     last_failure_at: failure?.created_at ?? null,
     last_failure_reason: failure ? entryReason(failure) : null,
     success_rate: summary.attempts ? Math.round((summary.successes / summary.attempts) * 1000) / 1000 : null,
+    next_attempt_at: isoOrNull(nextAttemptAt),
   };
   // Deliveries since the newest success, each by its newest attempt (as deliveryOutcomes reads them).
   const resetMs = resetAt ? Date.parse(resetAt) : -Infinity;
@@ -114,10 +138,13 @@ export function healthFromSummary(summary: LogHealth, resetAt: string | null, no
     if (seen.has(attempt.delivery_id)) continue;
     seen.add(attempt.delivery_id);
     const createdMs = Date.parse(attempt.created_at);
-    const pending = attempt.attempt < MAX_ATTEMPTS && nowMs - createdMs <= RETRY_GIVEN_UP_MS;
-    if (pending) continue;
+    if (!attemptWasLast(attempt.attempt, attempt.created_at, retryDelaysMs, nowMs)) continue;
     if (createdMs < resetMs) break;
     health.consecutive_failures++;
   }
   return health;
+}
+
+function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
 }

@@ -15,7 +15,7 @@
 // comes free is filled at once instead of after a claim's round trip. Fairness is applied at
 // claim time by skipping endpoints and owners without room, and at run time: what a claim
 // brought beyond an owner's or endpoint's room is handed back at once.
-import type { DeliveryRecord } from '../../store/types.js';
+import type { DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAY_MS } from '../../shared/webhook-protocol.js';
 
 /**
@@ -34,6 +34,15 @@ export type PolicyOf = (endpointId: number) => EndpointPolicy;
 
 /** The service description's policy, the same for every endpoint. */
 export const DEFAULT_POLICY: EndpointPolicy = Object.freeze({ maxInFlight: MAX_IN_FLIGHT_PER_ENDPOINT, retryDelaysMs: Object.freeze([RETRY_DELAY_MS]) });
+
+/** An endpoint's policy from its record: the fields it sets, the defaults for those it does not. */
+export function policyOfRecord(record: Pick<WebhookRecord, 'retry_schedule' | 'max_in_flight'>): EndpointPolicy {
+  if (record.retry_schedule === undefined && record.max_in_flight === undefined) return DEFAULT_POLICY;
+  return {
+    maxInFlight: record.max_in_flight ?? DEFAULT_POLICY.maxInFlight,
+    retryDelaysMs: record.retry_schedule?.map((seconds) => seconds * 1000) ?? DEFAULT_POLICY.retryDelaysMs,
+  };
+}
 
 /** How the scheduler treats an endpoint it has seen attempts of. */
 export type EndpointMode =

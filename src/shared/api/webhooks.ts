@@ -3,6 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Timestamp } from '../envelope.js';
 import { PageFields } from './pages.js';
+import { MAX_IN_FLIGHT_LIMIT, MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAY_MAX_SECONDS, RETRY_SCHEDULE_MAX_ENTRIES, RETRY_SCHEDULE_MAX_TOTAL_SECONDS } from '../webhook-protocol.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute https: URL the events are POSTed to' });
 const Secret = Type.String({ minLength: 1, maxLength: 1024, description: 'Key of the HMAC-SHA256 signature; never returned' });
@@ -19,15 +20,29 @@ const SignatureScheme = Type.Union([Type.Literal('seed'), Type.Literal('standard
     '`whsec_` and the base64 of 24 to 64 bytes',
 });
 
+const RetrySchedule = Type.Array(Type.Integer({ minimum: 1, maximum: RETRY_DELAY_MAX_SECONDS }), {
+  maxItems: RETRY_SCHEDULE_MAX_ENTRIES,
+  description:
+    `Whole seconds before each retry, in order: \`[1, 1, 2]\` retries 1 s, 1 s and 2 s after each failed attempt (four attempts at most). ` +
+    `Default \`[2]\` (one retry after 2 s); \`[]\`: no retry. At most ${RETRY_SCHEDULE_MAX_ENTRIES} entries of 1 to ${RETRY_DELAY_MAX_SECONDS}, ` +
+    `${RETRY_SCHEDULE_MAX_TOTAL_SECONDS} in all`,
+});
+const MaxInFlight = Type.Integer({
+  minimum: 1,
+  maximum: MAX_IN_FLIGHT_LIMIT,
+  description: `Attempts at once to this endpoint (default ${MAX_IN_FLIGHT_PER_ENDPOINT})`,
+});
+
 export const EndpointHealth = Type.Object(
   {
-    consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed deliveries in a row (both attempts failed), since the endpoint was last enabled' }),
+    consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed deliveries in a row (every attempt failed), since the endpoint was last enabled' }),
     last_success_at: Type.Union([Timestamp, Type.Null()]),
     last_failure_at: Type.Union([Timestamp, Type.Null()]),
     last_failure_reason: Type.Union([Type.String(), Type.Null()]),
     success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
       description: 'Successful attempts / attempts among the last 100; null without attempts',
     }),
+    next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: "When the endpoint's next retry is due (the earliest of its pending retries); null when none is" }),
   },
   { description: "Read from the endpoint's delivery log (its last 100 attempts)" },
 );
@@ -44,6 +59,8 @@ export const WebhookEndpoint = Type.Object(
     health: EndpointHealth,
     created_at: Timestamp,
     updated_at: Timestamp,
+    retry_schedule: RetrySchedule,
+    max_in_flight: MaxInFlight,
   },
   { $id: 'WebhookEndpoint' },
 );
@@ -56,6 +73,8 @@ export const CreateWebhookBody = Type.Object(
     events: Events,
     active: Type.Optional(Type.Boolean({ default: true, description: 'Default true' })),
     signature: Type.Optional(SignatureScheme),
+    retry_schedule: Type.Optional(RetrySchedule),
+    max_in_flight: Type.Optional(MaxInFlight),
   },
   { additionalProperties: false },
 );
@@ -68,6 +87,8 @@ export const UpdateWebhookBody = Type.Object(
     events: Type.Optional(Events),
     active: Type.Optional(Type.Boolean({ description: 'Enabling an inactive endpoint resets its count of failed deliveries in a row' })),
     signature: Type.Optional(SignatureScheme),
+    retry_schedule: Type.Optional(RetrySchedule),
+    max_in_flight: Type.Optional(MaxInFlight),
   },
   { additionalProperties: false, description: 'Any of the fields; the others stay as they are' },
 );
@@ -93,7 +114,7 @@ export const DeliveryEntry = Type.Object(
     success: Type.Boolean(),
     duration_ms: Type.Integer(),
     created_at: Timestamp,
-    attempt: Type.Integer({ minimum: 1, maximum: 2 }),
+    attempt: Type.Integer({ minimum: 1, maximum: RETRY_SCHEDULE_MAX_ENTRIES + 1, description: "Which attempt of the delivery: 1, then each retry of the endpoint's schedule" }),
     delivery_id: Type.String({ format: 'uuid', description: 'X-Webhook-Delivery, the same on both attempts' }),
     endpoint_id: Type.Integer(),
     request_headers: Type.Record(Type.String(), Type.String(), { description: 'The headers sent' }),
@@ -104,6 +125,11 @@ export const DeliveryEntry = Type.Object(
     }),
     daemon: Type.Optional(
       Type.String({ description: 'The daemon that made the attempt, `hostname:pid` (several daemons share a PostgreSQL store); absent on older entries' }),
+    ),
+    next_attempt_at: Type.Optional(
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+        description: "On a failed attempt: when the delivery's next attempt is due, or null when none is left (the delivery failed); absent on a success",
+      }),
     ),
   },
   { $id: 'DeliveryEntry' },

@@ -111,6 +111,13 @@ export class OutboxLanes {
     return next;
   }
 
+  /** When the endpoint's first retry is due (its retries are kept in due order); null without one. */
+  nextRetryAt(endpointId: number): number | null {
+    const lane = this.#lanes.get(endpointId);
+    if (lane) for (const delivery of lane.retries) return delivery.next_attempt_at;
+    return null;
+  }
+
   clear(): void {
     this.#lanes.clear();
     this.#leases.clear();

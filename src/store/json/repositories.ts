@@ -422,6 +422,14 @@ export class JsonRepositories implements Repositories {
         for (const id of ids) state.lanes.release(owner, id);
       },
       nextDueAt: async () => state.lanes.nextDueAt(),
+      nextRetryAt: async (endpointIds) => {
+        const due = new Map<number, number>();
+        for (const id of endpointIds) {
+          const at = state.lanes.nextRetryAt(id);
+          if (at !== null) due.set(id, at);
+        }
+        return due;
+      },
       pendingCount: async () => state.deliveries.size,
       stats: async () => ({ pending: state.deliveries.size, oldest_pending_at: state.deliveries.oldestCreatedAt() }),
       get: async (id) => state.deliveries.get(id),

@@ -1,11 +1,13 @@
 // `webhooks test` and `webhooks redeliver` answer after the first attempt. When it failed, a
-// retry follows 2 s later: these helpers wait for it (spinner on a TTY) so the command can
-// report how the delivery ended, and fail (exit 1) when it failed.
+// retry follows (2 s later by default; the endpoint's retry schedule may say otherwise): these
+// helpers wait for it (spinner on a TTY) so the command can report how the delivery ended, and
+// fail (exit 1) when it failed.
 import type { ApiClient } from '../../api-client.js';
 import type { DeliveryLogEntry } from '../../api-types.js';
 import type { Context } from '../../context.js';
 import { CliError } from '../../errors.js';
 import { deliveryLine } from './view.js';
+import { retryDelaySecondsOf } from '../../../shared/webhook-protocol.js';
 
 /** Retry delay 2 s + receiver timeout 10 s, with room for a busy daemon. */
 export const RETRY_WAIT_MS = 30_000;
@@ -25,23 +27,36 @@ export async function waitForRetry(
   return undefined;
 }
 
-/** Shows the first attempt, waits for the retry when it failed, and throws when the delivery failed. */
+/** Whether a retry follows a failed attempt: as the entry says, or (older daemons say nothing) after a first attempt. */
+function retryFollows(entry: DeliveryLogEntry): boolean {
+  if (entry.success) return false;
+  return entry.next_attempt_at === undefined ? entry.attempt < 2 : entry.next_attempt_at !== null;
+}
+
+
+/** Retries due later than this after their attempt are not waited for (an endpoint's schedule of minutes or hours). */
+const WAIT_FOR_RETRY_SECONDS = 10;
+
+/**
+ * Shows the first attempt, waits for each retry that follows soon when it failed, and throws
+ * when the delivery failed (or its next retry is not waited for).
+ */
 export async function reportAttempt(ctx: Context, client: ApiClient, first: DeliveryLogEntry, wait: boolean, what: string): Promise<void> {
   const ui = ctx.json ? null : await ctx.ui();
   if (ui) ctx.out(deliveryLine(ui, first));
   let last = first;
-  if (!first.success && wait && first.attempt < 2) {
-    const spinner = ui?.spinner(`attempt ${first.attempt} failed; waiting for the retry…`);
+  while (wait && retryFollows(last) && retryDelaySecondsOf(last) <= WAIT_FOR_RETRY_SECONDS) {
+    const spinner = ui?.spinner(`attempt ${last.attempt} failed; waiting for the retry…`);
     try {
-      const retry = await waitForRetry(client, first);
-      if (retry) {
-        last = retry;
-        if (ui) {
-          spinner?.stop();
-          ctx.out(deliveryLine(ui, retry));
-        }
-      } else {
+      const retry = await waitForRetry(client, last);
+      if (!retry) {
         ui?.note('the retry did not show up in the delivery log in time');
+        break;
+      }
+      last = retry;
+      if (ui) {
+        spinner?.stop();
+        ctx.out(deliveryLine(ui, retry));
       }
     } finally {
       spinner?.stop();
@@ -50,7 +65,8 @@ export async function reportAttempt(ctx: Context, client: ApiClient, first: Deli
   if (ctx.json) ctx.printJson(last);
   if (!last.success) {
     const status = last.status_code === 0 ? 'no answer' : `HTTP ${last.status_code}`;
-    const pending = !wait && last.attempt < 2 ? ' (a retry follows in 2 s; see panelctl webhooks deliveries)' : '';
+    const waited = wait && retryDelaySecondsOf(last) <= WAIT_FOR_RETRY_SECONDS;
+    const pending = retryFollows(last) && !waited ? ` (a retry follows in ${retryDelaySecondsOf(last)} s; see panelctl webhooks deliveries)` : '';
     const advice = adviceFor(last.reason);
     throw new CliError(`${what} failed: ${status} on attempt ${last.attempt}${pending}${advice ? `. ${advice}` : ''}`);
   }

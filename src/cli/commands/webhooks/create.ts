@@ -1,5 +1,7 @@
-// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--signature S]`.
-import { Command, Option } from 'commander';
+// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--signature S]
+// [--retry-schedule 1,1,2|none] [--max-in-flight N]`.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { parseCount } from '../../args.js';
 import type { WebhookEndpoint } from '../../api-types.js';
 import type { Context } from '../../context.js';
 import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SecretOptions, type SignatureScheme } from './secret.js';
@@ -10,6 +12,30 @@ export interface WebhooksCreateOptions extends SecretOptions {
   events: string;
   inactive?: boolean;
   signature?: SignatureScheme;
+  retrySchedule?: number[];
+  maxInFlight?: number;
+}
+
+/** Help of --retry-schedule, shared by create and update. */
+export const RETRY_SCHEDULE_HELP = 'seconds before each retry, comma-separated (e.g. 1,1,2; default 2); "none" for no retry';
+
+/** `1,1,2` → [1, 1, 2]; `none` → [] (the daemon checks the bounds). */
+export function parseRetrySchedule(value: string): number[] {
+  const text = value.trim();
+  if (text.toLowerCase() === 'none') return [];
+  const parts = text.split(',').map((part) => part.trim());
+  if (parts.some((part) => !/^[1-9]\d{0,5}$/.test(part))) {
+    throw new InvalidArgumentError(`expected whole seconds separated by commas (e.g. 1,1,2) or "none", got "${value}"`);
+  }
+  return parts.map(Number);
+}
+
+/** The policy fields of a create or update body, the given ones only. */
+export function policyBody(options: Pick<WebhooksCreateOptions, 'retrySchedule' | 'maxInFlight'>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (options.retrySchedule !== undefined) body.retry_schedule = options.retrySchedule;
+  if (options.maxInFlight !== undefined) body.max_in_flight = options.maxInFlight;
+  return body;
 }
 
 export function webhooksCreateCommand(ctx: Context): Command {
@@ -26,13 +52,15 @@ export function webhooksCreateCommand(ctx: Context): Command {
         .choices(SIGNATURE_SCHEMES)
         .default('seed'),
     )
+    .option('--retry-schedule <seconds>', RETRY_SCHEDULE_HELP, parseRetrySchedule)
+    .option('--max-in-flight <n>', 'attempts at once to the endpoint, 1-64 (default 8)', parseCount)
     .action(async (options: WebhooksCreateOptions) => webhooksCreateRun(ctx, options));
 }
 
 export async function webhooksCreateRun(ctx: Context, options: WebhooksCreateOptions): Promise<void> {
   const scheme = options.signature ?? 'seed';
   const secret = (await resolveSecret(ctx, options, true, scheme))!;
-  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme };
+  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme, ...policyBody(options) };
   const { data } = await ctx.client().call<WebhookEndpoint>('POST', '/webhooks', body);
   if (ctx.json) {
     // The generated secret exists nowhere else: it joins the data, once.

@@ -1,4 +1,5 @@
-// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]`:
+// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]
+// [--retry-schedule 1,1,2|none] [--max-in-flight N]`:
 // a partial update (PUT with only the given fields); a new secret rotates the signing key.
 import { Command, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
@@ -7,6 +8,8 @@ import type { Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
 import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SignatureScheme } from './secret.js';
 import { showEndpoint } from './view.js';
+import { RETRY_SCHEDULE_HELP, parseRetrySchedule, policyBody } from './create.js';
+import { parseCount } from '../../args.js';
 
 export interface WebhooksUpdateOptions {
   url?: string;
@@ -15,6 +18,8 @@ export interface WebhooksUpdateOptions {
   secretStdin?: boolean;
   generateSecret?: boolean;
   signature?: SignatureScheme;
+  retrySchedule?: number[];
+  maxInFlight?: number;
 }
 
 export function webhooksUpdateCommand(ctx: Context): Command {
@@ -28,6 +33,8 @@ export function webhooksUpdateCommand(ctx: Context): Command {
     .option('--secret-stdin', 'rotate the signing secret: read the new one from standard input')
     .option('--generate-secret', 'rotate the signing secret: generate one and print it once')
     .addOption(new Option('--signature <scheme>', 'seed or standard-webhooks (which needs a whsec_ secret)').choices(SIGNATURE_SCHEMES))
+    .option('--retry-schedule <seconds>', RETRY_SCHEDULE_HELP, parseRetrySchedule)
+    .option('--max-in-flight <n>', 'attempts at once to the endpoint, 1-64', parseCount)
     .action(async (id: number, options: WebhooksUpdateOptions & { inactive?: boolean }) =>
       webhooksUpdateRun(ctx, id, { ...options, active: options.active ? true : options.inactive ? false : undefined }),
     );
@@ -44,8 +51,9 @@ export async function webhooksUpdateRun(ctx: Context, id: number, options: Webho
   if (options.events !== undefined) body.events = options.events;
   if (options.active !== undefined) body.active = options.active;
   if (secret) body.secret = secret.value;
+  Object.assign(body, policyBody(options));
   if (Object.keys(body).length === 0) {
-    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --secret-stdin or --generate-secret');
+    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --secret-stdin, --generate-secret, --retry-schedule or --max-in-flight');
   }
   const { data } = await ctx.client().call<WebhookEndpoint>('PUT', `/webhooks/${id}`, body);
   if (ctx.json) {

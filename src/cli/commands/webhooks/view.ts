@@ -40,11 +40,21 @@ export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint, extra: Array<[st
     ['events', endpoint.events],
     ['active', endpoint.active ? ui.c.green('yes') : ui.c.yellow('no')],
     ['signature', endpoint.signature ?? 'seed'],
+    ...policyPairs(endpoint),
     ...healthPairs(ui, endpoint.health),
     ['created', ui.time(endpoint.created_at)],
     ['updated', ui.time(endpoint.updated_at)],
     ...extra,
   ]);
+}
+
+/** `retries 1 s, 1 s, 2 s` (or `none`) and the cap; absent from answers of older daemons. */
+function policyPairs(endpoint: WebhookEndpoint): Array<[string, string]> {
+  const pairs: Array<[string, string]> = [];
+  const schedule = endpoint.retry_schedule;
+  if (schedule) pairs.push(['retries', schedule.length ? schedule.map((s) => `${s} s`).join(', ') : 'none']);
+  if (endpoint.max_in_flight !== undefined) pairs.push(['max in flight', String(endpoint.max_in_flight)]);
+  return pairs;
 }
 
 function healthPairs(ui: Ui, health: EndpointHealth | undefined): Array<[string, string]> {
@@ -53,6 +63,7 @@ function healthPairs(ui: Ui, health: EndpointHealth | undefined): Array<[string,
   if (health.consecutive_failures) pairs.push(['failing', ui.c.red(`${health.consecutive_failures} deliveries in a row`)]);
   pairs.push(['last success', ui.time(health.last_success_at)]);
   pairs.push(['last failure', health.last_failure_at ? `${ui.time(health.last_failure_at)} (${health.last_failure_reason ?? '?'})` : '-']);
+  if (health.next_attempt_at) pairs.push(['next attempt', ui.time(health.next_attempt_at)]);
   return pairs;
 }
 

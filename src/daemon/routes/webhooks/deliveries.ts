@@ -1,5 +1,5 @@
 // An endpoint's delivery log (GET /webhooks/:id/deliveries) and the manual sends: test and
-// redeliver queue a delivery like any other (durable, retried once) and answer with the log
+// redeliver queue a delivery like any other (durable, retried by the endpoint's schedule) and answer with the log
 // entry of its first attempt.
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
@@ -10,7 +10,7 @@ import { DeliveriesQuery, DeliveryEntry, RedeliverParams, TestWebhookBody } from
 import type { DeliveryLogEntry, WebhookRecord } from '../../../store/types.js';
 import type { PublishInput } from '../../dispatcher/bus.js';
 import { DeliveryNotAttempted } from '../../dispatcher/dispatcher.js';
-import { RETRY_DELAY_MS } from '../../../shared/webhook-protocol.js';
+import { retryDelaySecondsOf } from '../../../shared/webhook-protocol.js';
 import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
 import { LogMemo } from './log-memo.js';
@@ -23,7 +23,8 @@ export const DEFAULT_TEST_MESSAGE = 'This is a test webhook from panelctl';
 function outcome(entry: DeliveryLogEntry): string {
   if (entry.success) return `delivered (HTTP ${entry.status_code}) in ${entry.duration_ms} ms`;
   const why = entryReason(entry);
-  return `attempt failed (${why}); it is retried once in ${RETRY_DELAY_MS / 1000} s`;
+  if (entry.next_attempt_at === null) return `attempt failed (${why}); no retry is left (the endpoint's retry_schedule)`;
+  return `attempt failed (${why}); it is retried in ${retryDelaySecondsOf(entry)} s`;
 }
 
 export default async function deliveryRoutes(app: FastifyInstance) {

@@ -5,6 +5,7 @@ import type { WebhookEndpoint } from '../../../shared/api/webhooks.js';
 import type { LogHealth } from '../../../store/store.js';
 import type { WebhookRecord } from '../../../store/types.js';
 import { computeHealth, healthFromSummary, type EndpointHealth } from '../../dispatcher/health.js';
+import { policyOfRecord } from '../../dispatcher/scheduler.js';
 
 /**
  * @example
@@ -17,21 +18,30 @@ export async function endpointView(app: FastifyInstance, record: WebhookRecord):
 /** Views of many endpoints, with their health summaries read in one call. */
 export async function endpointViews(app: FastifyInstance, records: WebhookRecord[]): Promise<WebhookEndpoint[]> {
   if (records.length === 0) return [];
-  const summaries = await app.store.deliveryLog.health(records.map((record) => record.id));
+  const ids = records.map((record) => record.id);
+  const [summaries, retries] = await Promise.all([app.store.deliveryLog.health(ids), app.store.outbox.nextRetryAt(ids)]);
   const now = app.clock();
   const out: WebhookEndpoint[] = new Array(records.length);
   for (let i = 0; i < records.length; i++) {
     const record = records[i];
     const { id, user_id, url, events, active, created_at, updated_at } = record;
-    const health = await healthOf(app, record, summaries.get(id) ?? null, now);
-    out[i] = { id, user_id, url, events, active, signature: record.signature ?? 'seed', health, created_at, updated_at };
+    const health = await healthOf(app, record, summaries.get(id) ?? null, now, retries.get(id) ?? null);
+    const policy = policyView(record);
+    out[i] = { id, user_id, url, events, active, signature: record.signature ?? 'seed', health, created_at, updated_at, ...policy };
   }
   return out;
 }
 
-async function healthOf(app: FastifyInstance, record: WebhookRecord, summary: LogHealth | null, now: number): Promise<EndpointHealth> {
+async function healthOf(app: FastifyInstance, record: WebhookRecord, summary: LogHealth | null, now: number, nextRetryAt: number | null): Promise<EndpointHealth> {
   const resetAt = record.health_reset_at ?? null;
+  const delays = policyOfRecord(record).retryDelaysMs;
   // A log the summary does not fit is read whole, as it always was.
-  if (summary === null) return computeHealth(await app.store.deliveryLog.list(record.id), resetAt, now);
-  return healthFromSummary(summary, resetAt, now);
+  if (summary === null) return computeHealth(await app.store.deliveryLog.list(record.id), resetAt, now, delays, nextRetryAt);
+  return healthFromSummary(summary, resetAt, now, delays, nextRetryAt);
+}
+
+/** The endpoint's delivery policy, the defaults filled in. */
+function policyView(record: WebhookRecord): Pick<WebhookEndpoint, 'retry_schedule' | 'max_in_flight'> {
+  const policy = policyOfRecord(record);
+  return { retry_schedule: policy.retryDelaysMs.map((ms) => ms / 1000), max_in_flight: policy.maxInFlight };
 }

@@ -21,6 +21,7 @@ import { assertOwnership, principalOf } from '../../plugins/auth.js';
 import { endpointView, endpointViews } from './endpoint-view.js';
 import { PAGE_MAX } from '../../../shared/api/pages.js';
 import { pageOf, sendLink } from '../pages.js';
+import { RETRY_SCHEDULE_MAX_TOTAL_SECONDS } from '../../../shared/webhook-protocol.js';
 
 const tags = ['webhooks'];
 
@@ -58,6 +59,15 @@ function checkSecret(scheme: SignatureScheme, secret: string): void {
   if (problem) throw new ApiError('VALIDATION_FAILED', problem);
 }
 
+/** 422 when the schedule's delays add up to more than the contract allows (the schema checks the rest). */
+function checkRetrySchedule(schedule: number[]): number[] {
+  const total = schedule.reduce((sum, seconds) => sum + seconds, 0);
+  if (total > RETRY_SCHEDULE_MAX_TOTAL_SECONDS) {
+    throw new ApiError('VALIDATION_FAILED', `retry_schedule: the delays add up to ${total} s; at most ${RETRY_SCHEDULE_MAX_TOTAL_SECONDS} s (3 days) in all`);
+  }
+  return schedule;
+}
+
 function checkEvents(raw: string): string {
   const result = normaliseEventList(raw);
   if ('error' in result) throw new ApiError('VALIDATION_FAILED', result.error);
@@ -77,7 +87,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { url, secret, events, active = true, signature = 'seed' } = request.body;
+      const { url, secret, events, active = true, signature = 'seed', retry_schedule, max_in_flight } = request.body;
       checkSecret(signature, secret);
       const record: Omit<WebhookRecord, 'id'> = {
         user_id: principalOf(request).userId,
@@ -89,6 +99,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
         created_at: new Date(app.clock()).toISOString(),
         updated_at: '',
       };
+      // Kept only when given: a record without them keeps the defaults.
+      if (retry_schedule !== undefined) record.retry_schedule = checkRetrySchedule(retry_schedule);
+      if (max_in_flight !== undefined) record.max_in_flight = max_in_flight;
       record.updated_at = record.created_at;
       const created = await app.store.webhooks.insert(record);
       reply.code(201);
@@ -147,7 +160,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature)',
+        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, retry_schedule, max_in_flight)',
         security,
         params: IdParam,
         body: UpdateWebhookBody,
@@ -157,9 +170,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       const current = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { url, secret, events, active, signature } = request.body;
-      if (url === undefined && secret === undefined && events === undefined && active === undefined && signature === undefined) {
-        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature');
+      const { url, secret, events, active, signature, retry_schedule, max_in_flight } = request.body;
+      if (Object.values(request.body).every((value) => value === undefined)) {
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, retry_schedule, max_in_flight');
       }
       checkSecret(signature ?? current.signature ?? 'seed', secret ?? current.secret);
       const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
@@ -168,6 +181,8 @@ export default async function endpointRoutes(app: FastifyInstance) {
       if (secret !== undefined) patch.secret = secret;
       if (active !== undefined) patch.active = active;
       if (signature !== undefined) patch.signature = signature;
+      if (retry_schedule !== undefined) patch.retry_schedule = checkRetrySchedule(retry_schedule);
+      if (max_in_flight !== undefined) patch.max_in_flight = max_in_flight;
       // Enabled again: failures from before no longer count towards the auto-disable.
       if (active === true && !current.active) patch.health_reset_at = patch.updated_at;
       const updated = await app.store.webhooks.update(id, patch);

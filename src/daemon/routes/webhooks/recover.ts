@@ -7,6 +7,7 @@ import { ApiError } from '../../../shared/errors.js';
 import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '../../../shared/envelope.js';
 import { RecoverBody, RecoverResult } from '../../../shared/api/webhooks.js';
 import { deliveryOutcomes } from '../../dispatcher/health.js';
+import { policyOfRecord } from '../../dispatcher/scheduler.js';
 import { assertOwnership } from '../../plugins/auth.js';
 import { parseTime } from './times.js';
 
@@ -34,7 +35,7 @@ export default async function recoverRoutes(app: FastifyInstance) {
       const since = parseTime('since', request.body.since);
       const until = request.body.until === undefined ? now : parseTime('until', request.body.until);
       if (until < since) throw new ApiError('VALIDATION_FAILED', 'until: must not be before since');
-      const failed = deliveryOutcomes(await app.store.deliveryLog.list(id), now).filter((d) => {
+      const failed = deliveryOutcomes(await app.store.deliveryLog.list(id), now, policyOfRecord(endpoint).retryDelaysMs).filter((d) => {
         const at = Date.parse(d.last.created_at);
         return d.outcome === 'failed' && at >= since && at <= until;
       });

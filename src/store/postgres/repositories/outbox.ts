@@ -259,6 +259,19 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
       );
       return rows[0].due === null ? null : Number(rows[0].due);
     },
+    async nextRetryAt(endpointIds) {
+      const due = new Map<number, number>();
+      if (endpointIds.length === 0) return due;
+      // The per-endpoint due index, read from each endpoint's first pending delivery on.
+      const { rows } = await work.query<{ endpoint_id: string; due: string }>(
+        `SELECT endpoint_id, min(next_attempt_at) AS due FROM deliveries
+         WHERE endpoint_id = ANY ($1::bigint[]) AND state = 'pending' AND attempts > 0
+         GROUP BY endpoint_id`,
+        [endpointIds],
+      );
+      for (const row of rows) due.set(Number(row.endpoint_id), Number(row.due));
+      return due;
+    },
     async pendingCount() {
       const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE state = 'pending'");
       return rows[0].n;
