@@ -4,7 +4,13 @@
 // change feed. Nothing here may assume that one process sees every write.
 //
 // Every method is async. A mutating call outside a transaction is its own transaction. Every
-// mutating call (and every transaction) resolves only once its change is durable.
+// mutating call (and every transaction) resolves only once its change is durable: it survives a
+// crash of the daemon or of the machine. The exceptions say so where they are declared, with what
+// a caller then sees: an API key's use (`apiKeys.touch`, until `flush`), the limiter's soft hits
+// and prunes, a final outcome (`outbox.settle`, `outbox.record`) and delivery log entries. They
+// are what every request or every attempt writes; a crash may lose the newest of them, and what
+// it loses is either worth nothing after it or made good by an attempt made again
+// (at-least-once delivery: receivers deduplicate by X-Webhook-Delivery).
 import type { Settings, SettingsPatch } from '../shared/settings.js';
 import type {
   ApiKeyRecord,
@@ -267,14 +273,19 @@ export interface OutboxRepository {
   /**
    * Records outcomes of attempts made under `owner`'s leases and releases them. An outcome whose
    * lease is no longer `owner`'s (it ended and another claimer took the delivery) is ignored.
-   * Answers the ids that were recorded.
+   * Answers the ids that were recorded. A retry (`pending`: attempts, when due) is durable once
+   * this resolves. A final outcome may be lost in a crash: the delivery is then pending as it was
+   * claimed, and is attempted again once the lease ends (at-least-once).
    */
   settle(owner: string, outcomes: DeliveryOutcome[]): Promise<string[]>;
   /**
-   * A dispatcher's batch in one write: appends the attempts' log entries (as `deliveryLog.append`)
-   * and settles their outcomes (as `settle`), atomically. Answers the appended entries with their
-   * ids. A backend may prune older log entries a little later than `append` does (the log still
-   * serves the last 100 of each endpoint).
+   * A dispatcher's batch in one call: appends the attempts' log entries (as `deliveryLog.append`,
+   * whether or not `owner` still holds the leases) and then settles their outcomes (as `settle`).
+   * Answers the appended entries with their ids. Not atomic: when it rejects, or the daemon
+   * crashes before it resolves, the entries may be kept without the outcomes, so a delivery is
+   * attempted again once its lease ends and its log shows both attempts. A backend
+   * may prune older log entries a little later than `append` does (the log still serves the last
+   * LOG_RETENTION of each endpoint).
    */
   record(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   /** Releases `owner`'s leases without recording anything (a dispatcher that stops). */
@@ -335,7 +346,7 @@ export interface LogHealth {
   failures: HealthAttempt[];
 }
 
-/** Delivery logs: the last 100 attempts of each endpoint, newest first. */
+/** Delivery logs: the last LOG_RETENTION (100) attempts of each endpoint, newest first. */
 export interface DeliveryLogRepository {
   /**
    * The health summary of each endpoint among `endpointIds` (by id; an endpoint without attempts
@@ -349,7 +360,12 @@ export interface DeliveryLogRepository {
    * they are: an answer built from `list` after reading it may be reused while it is unchanged.
    */
   revision(endpointId: number): Promise<string>;
-  /** Assigns each entry its id: increasing integers, short enough to type. */
+  /**
+   * Assigns each entry its id: increasing integers, short enough to type. The log tells what was
+   * attempted; the outbox, not the log, is what deliveries are made from. So the newest entries
+   * may be lost in a crash, but an id once answered is never given to another entry, even after
+   * one.
+   */
   append(entries: Omit<DeliveryLogEntry, 'id'>[]): Promise<DeliveryLogEntry[]>;
   list(endpointId: number, query?: DeliveryLogQuery): Promise<DeliveryLogEntry[]>;
   get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined>;
@@ -409,6 +425,39 @@ export interface Repositories {
   readonly deliveryLog: DeliveryLogRepository;
 }
 
+/**
+ * Every repository of `Repositories`, by name: the one list a backend derives its own from.
+ * A name missing here, or one too many, fails to compile (see `RepositoryName`).
+ */
+export const REPOSITORY_NAMES = [
+  'users',
+  'apiKeys',
+  'subscriptions',
+  'sites',
+  'webhooks',
+  'resetTokens',
+  'revokedTokens',
+  'limiter',
+  'settings',
+  'outbox',
+  'deliveryLog',
+] as const satisfies ReadonlyArray<keyof Repositories>;
+
+/** The name of a repository; `never` unless REPOSITORY_NAMES lists every one of `Repositories`. */
+export type RepositoryName = Exclude<keyof Repositories, (typeof REPOSITORY_NAMES)[number]> extends never ? keyof Repositories : never;
+
+/**
+ * The repositories of `from`, one per name of REPOSITORY_NAMES: what a store hands out of the
+ * set it built.
+ * @example
+ * Object.assign(this, repositoriesOf(new JsonRepositories(state, run, log, hooks)));
+ */
+export function repositoriesOf(from: Repositories): Repositories {
+  const picked: Partial<Record<RepositoryName, unknown>> = {};
+  for (const name of REPOSITORY_NAMES) picked[name] = from[name];
+  return picked as Repositories;
+}
+
 export interface StoreInfo {
   kind: 'json' | 'postgres';
   /** Where the data is, without credentials: a file path or `host:port/database`. */
@@ -455,10 +504,13 @@ export interface Store extends Repositories {
    * data directory instead.
    */
   sharedSecret(name: string, make: () => string): Promise<string | null>;
-  /** Writes anything held back (key uses, request windows) and waits for it. */
+  /** Writes anything held back (key uses, request windows); resolves once it is durable. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The newest delivery log entries kept per endpoint, on every backend. */
+export const LOG_RETENTION = 100;
 
 /** Base of the store's errors: backend-neutral, no file paths or SQL in the message. */
 export class StoreError extends Error {

@@ -538,6 +538,9 @@ function fmt(n, digits = 0) {
   return Number(n).toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
+/** The line past which docs/PERFORMANCE.md is written by hand: a full run replaces only what is above it. */
+const HAND_WRITTEN = '<!-- Written by hand below this line: `npm run bench` keeps it. -->';
+
 async function report() {
   const { api, apiLog, apiLogPostgres, webhooksLarge, apiPostgres, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog, matching, matchingPostgres, metrics } = results;
   const byStore = (store, sites) => (store === 'json' ? writes : postgres.writes).find((w) => w.sites === sites);
@@ -691,7 +694,10 @@ npm run bench            # full run, writes this file
 npm run bench -- --quick # shorter runs, same shape
 \`\`\`
 `;
-  await writeFile(join(ROOT, 'docs/PERFORMANCE.md'), doc);
+  // Everything from HAND_WRITTEN on (sections written by hand, with their own dates) is kept.
+  const previous = await readFile(join(ROOT, 'docs/PERFORMANCE.md'), 'utf8').catch(() => '');
+  const at = previous.indexOf(HAND_WRITTEN);
+  await writeFile(join(ROOT, 'docs/PERFORMANCE.md'), `${doc}\n${at === -1 ? `${HAND_WRITTEN}\n` : previous.slice(at)}`);
   process.stdout.write(`${table}\n\n${growth}\n`);
 }
 

@@ -66,8 +66,8 @@ describe('a backlog of 100,000 pending deliveries', () => {
     const rss = await peakRssMb(daemon.proc.pid!);
     console.log(`backlog ${PENDING}: healthy after ${startMs} ms, peak RSS ${rss.toFixed(0)} MB`);
     expect(rss).toBeLessThan(220);
-    // The start as seen from outside (a node process, the CLI, TLS, a login): generous for a busy machine.
-    expect(startMs).toBeLessThan(10_000);
+    // How fast it starts is a speed target, measured by `npm run bench` (backlog stage, restart to
+    // healthy with 400,000 pending, goal < 3 s), not here where a busy machine decides it.
 
     expect(await daemon.stop()).toBe(0);
     const after = await openStore({ dataDir, readOnly: true });

@@ -48,5 +48,10 @@ if (!adminUrl) {
     async openAnother() {
       return PostgresStore.open(current!);
     },
+    // Committed is durable: the next daemon on the database sees it (the crashed one's leases
+    // live on until they end).
+    async crash() {
+      return PostgresStore.open(current!);
+    },
   });
 }

@@ -6,8 +6,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { QUEUE_VACUUM_ROWS } from '../../src/store/postgres/queue-vacuum.js';
-import { PUBLISH_SQL } from '../../src/store/postgres/repositories.js';
-import { StoreConflictError, StoreUnavailableError, type Change } from '../../src/store/store.js';
+import { PUBLISH_SQL } from '../../src/store/postgres/repositories/outbox.js';
+import { StoreConflictError, StoreCorruptError, StoreUnavailableError, type Change } from '../../src/store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, UserRecord } from '../../src/store/types.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { socketUrlOf } from '../helpers/postgres.js';
@@ -157,6 +157,23 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await PostgresStore.initialised(fresh)).toBe(true);
     expect(stores[0].info).toEqual({ kind: 'postgres', location: new URL(fresh).host + new URL(fresh).pathname });
     await Promise.all(stores.map((s) => s.close()));
+  });
+
+  it('refuses a database made by a development build from before the baseline, and leaves it untouched', async () => {
+    const old = await createDatabase(adminUrl!);
+    const client = new pg.Client({ connectionString: old });
+    await client.connect();
+    try {
+      await client.query("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
+      await client.query("INSERT INTO schema_migrations (version, name) VALUES (1, 'initial'), (2, 'claim per endpoint')");
+      const error = await PostgresStore.open(old).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreCorruptError);
+      expect((error as Error).message).toMatch(/development build of panelctl from before 0\.1\.0/);
+      const { rows } = await client.query("SELECT to_regclass('users')::text AS users, (SELECT count(*)::int FROM schema_migrations) AS n");
+      expect(rows[0]).toEqual({ users: null, n: 2 });
+    } finally {
+      await client.end();
+    }
   });
 
   it('answers initialised false for a database without the schema, and unavailable for an unreachable server', async () => {

@@ -1,20 +1,19 @@
 // Delivery logs, one JSON-lines file per endpoint under deliveries/. Entry ids come from the
 // store's counter (increasing integers, short enough to type). Recording an attempt
 // appends one line to that endpoint's file only, so its cost does not grow with the number
-// of endpoints. A file is cut back to the newest 100 entries once it holds 200. The last 100
-// entries of recently read logs are kept parsed in memory and kept current by appends, within a
-// byte budget (least recently read logs are dropped first and read from disk again when asked
-// for); every log read or written keeps a small health summary (HealthWindow). At most
+// of endpoints. A file is cut back to the newest LOG_RETENTION entries once it holds twice
+// that. The kept entries of recently read logs are held parsed in memory and kept current by
+// appends, within a byte budget (least recently read logs are dropped first and read from disk
+// again when asked for); every log read or written keeps a small health summary (HealthWindow). At most
 // MAX_OPEN_FILES file handles stay open however many endpoints there are.
 import { mkdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DeliveryLogQuery, DeliveryLogRepository, LogHealth } from '../store.js';
+import { LOG_RETENTION, type DeliveryLogQuery, type DeliveryLogRepository, type LogHealth } from '../store.js';
 import type { DeliveryLogEntry } from '../types.js';
 import { AppendLog } from './append-log.js';
 import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
 import { HealthWindow } from './log-health.js';
 
-export const LOG_RETENTION = 100;
 const MAX_OPEN_FILES = 1024;
 /**
  * A log file not written for this long is closed, as the journal is when idle: an idle daemon

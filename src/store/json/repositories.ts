@@ -320,7 +320,7 @@ export class JsonRepositories implements Repositories {
       isRevoked: async (jti) => state.revoked_tokens.get(jti) !== undefined,
       prune: (now) =>
         run((w) => {
-          for (const token of state.revoked_tokens.values()) if (token.expires_at <= now) w.delete('revoked_tokens', token.jti, false);
+          for (const token of state.revoked_tokens.values()) if (token.expires_at <= now) w.delete('revoked_tokens', token.jti);
         }),
     };
 
@@ -430,8 +430,9 @@ export class JsonRepositories implements Repositories {
           if (outcomes.some((o) => o.state === 'pending')) w.change({ kind: 'outbox' });
           return recorded;
         }),
-      // The log lives in files of its own: entries are appended (and fsynced) before the
-      // outcomes commit, as a transaction of both did.
+      // The log lives in files of its own: entries are appended before the outcomes are settled.
+      // A daemon that dies in between attempts the delivery again, and the log shows both
+      // attempts (OutboxRepository.record is not atomic).
       record: async (owner, outcomes, entries) => {
         const appended = entries.length ? await deliveryLog.append(entries) : [];
         if (outcomes.length) await this.outbox.settle(owner, outcomes);

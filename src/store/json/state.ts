@@ -24,16 +24,10 @@ export interface RevokedToken {
   expires_at: number;
 }
 
-export type TableName =
-  | 'users'
-  | 'api_keys'
-  | 'subscriptions'
-  | 'sites'
-  | 'webhooks'
-  | 'reset_tokens'
-  | 'revoked_tokens'
-  | 'limiter'
-  | 'deliveries';
+/** The store's tables, as the snapshot and the journal name them. */
+export const TABLE_NAMES = ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'reset_tokens', 'revoked_tokens', 'limiter', 'deliveries'] as const;
+
+export type TableName = (typeof TABLE_NAMES)[number];
 
 export type Op =
   | { t: TableName; k: number | string; v?: object }
@@ -116,7 +110,7 @@ export class State {
   }
 
   load(snapshot: Snapshot): void {
-    for (const name of ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'reset_tokens', 'revoked_tokens', 'limiter', 'deliveries'] as const) {
+    for (const name of TABLE_NAMES) {
       for (const record of snapshot[name] ?? []) this.table(name).put(record);
     }
     for (const group of snapshot.outbox ?? []) this.deliveries.add(group.body, group.d);
@@ -161,7 +155,6 @@ export class Writer {
   #keepIds = false;
   /** Whether the journal line must be fsynced before the transaction resolves. */
   durable = false;
-  seq = 0;
 
   constructor(readonly state: State) {}
 

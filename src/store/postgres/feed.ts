@@ -11,7 +11,7 @@
 import pg from 'pg';
 import type { Change, ChangeFeed } from '../store.js';
 import { pgTypes } from './db.js';
-import { CHANNEL } from './repositories.js';
+import { CHANNEL } from './repositories/context.js';
 
 type Notice =
   | { kind: 'record'; collection: Extract<Change, { kind: 'record' }>['collection']; id: number | null }
@@ -25,7 +25,7 @@ const KEEPALIVE_MS = 10_000;
 /** Log entries made while disconnected that are announced after a reconnect, at most (streams resume by id beyond). */
 const CATCH_UP_MOST = 5_000;
 const COLLECTIONS: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'settings'];
-/** The collections whose writing transactions the database notes in `read_changes` (migration 7). */
+/** The collections whose writing transactions the database notes in `read_changes` (see the baseline migration). */
 const NOTED: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites'];
 /**
  * A snapshot older than this is not asked about (everything noted counts as changed instead): the

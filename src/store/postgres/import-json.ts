@@ -9,10 +9,9 @@ import pg from 'pg';
 import { layout } from '../../shared/paths.js';
 import { State, type Op, type Snapshot } from '../json/state.js';
 import { migrate } from '../migrations.js';
-import { StoreCorruptError, StoreError } from '../store.js';
+import { LOG_RETENTION, StoreCorruptError, StoreError } from '../store.js';
 import type { DeliveryLogEntry, DeliveryRecord, EventRecord } from '../types.js';
 import { mapError } from './errors.js';
-import { LOG_RETENTION } from './repositories.js';
 import { logExtra } from './rows.js';
 import { PostgresStore } from './postgres-store.js';
 

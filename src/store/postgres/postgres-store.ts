@@ -5,23 +5,7 @@
 import pg from 'pg';
 import type { Settings } from '../../shared/settings.js';
 import { describeDatabaseUrl } from '../factory.js';
-import {
-  type ApiKeysRepository,
-  type DeliveryLogRepository,
-  type LimiterRepository,
-  type OutboxRepository,
-  type PublishTaker,
-  type Repositories,
-  type ResetTokensRepository,
-  type RevokedTokensRepository,
-  type SettingsRepository,
-  type SitesRepository,
-  type Store,
-  type StoreInfo,
-  type SubscriptionsRepository,
-  type UsersRepository,
-  type WebhooksRepository,
-} from '../store.js';
+import type { PublishTaker, Repositories, Store, StoreInfo } from '../store.js';
 import { createPool, Notifier, PoolDb, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed, READ_CHANGES_KEPT_MS } from './feed.js';
@@ -41,26 +25,19 @@ export interface PostgresStoreOptions {
   touchFlushMs?: number;
 }
 
-/** Finished deliveries are kept this long (a later "recover failed deliveries since T" reads them). */
-const SETTLED_RETENTION_MS = 7 * 24 * 3600_000;
+/** Events no delivery refers to any more are kept this long. */
+const EVENT_RETENTION_MS = 7 * 24 * 3600_000;
 const HOUSEKEEPING_EVERY_MS = 10 * 60_000;
 /** A dispatcher has a claim, a batch of outcomes and a read of endpoints in flight at most. */
 const WORK_POOL_SIZE = 3;
 
+// The repositories are the store's own fields (Store extends Repositories), assigned from
+// createRepositories: the list of them is written once, there.
+export interface PostgresStore extends Repositories {}
+
 export class PostgresStore implements Store {
   readonly info: StoreInfo;
   readonly changes: PgChangeFeed;
-  readonly users: UsersRepository;
-  readonly apiKeys: ApiKeysRepository;
-  readonly subscriptions: SubscriptionsRepository;
-  readonly sites: SitesRepository;
-  readonly webhooks: WebhooksRepository;
-  readonly resetTokens: ResetTokensRepository;
-  readonly revokedTokens: RevokedTokensRepository;
-  readonly limiter: LimiterRepository;
-  readonly settings: SettingsRepository;
-  readonly outbox: OutboxRepository;
-  readonly deliveryLog: DeliveryLogRepository;
 
   readonly #pool: pg.Pool;
   readonly #db: PoolDb;
@@ -110,18 +87,8 @@ export class PostgresStore implements Store {
         store.#settings = store.changes.connected ? settings : null;
       },
     };
-    const repos = createRepositories(this.#db, this.#ctx, new PoolDb(this.#workPool, this.#notifier));
-    this.users = repos.users;
-    this.apiKeys = repos.apiKeys;
-    this.subscriptions = repos.subscriptions;
-    this.sites = repos.sites;
-    this.webhooks = repos.webhooks;
-    this.resetTokens = repos.resetTokens;
-    this.revokedTokens = repos.revokedTokens;
-    this.limiter = repos.limiter;
-    this.settings = repos.settings;
-    this.outbox = repos.outbox;
-    this.deliveryLog = repos.deliveryLog;
+    const repos: Repositories = createRepositories(this.#db, this.#ctx, new PoolDb(this.#workPool, this.#notifier));
+    Object.assign(this, repos);
     this.#touchTimer = setInterval(() => void this.#flushTouches().catch(() => undefined), touchFlushMs);
     this.#touchTimer.unref();
     this.#housekeepingTimer = setInterval(() => void this.#housekeeping().catch(() => undefined), HOUSEKEEPING_EVERY_MS);
@@ -244,15 +211,14 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Drops finished deliveries past their retention, events no delivery refers to any more, and
-   * notes of changes older than any snapshot a feed still asks about.
+   * Drops events past their retention that no delivery refers to any more, and notes of changes
+   * older than any snapshot a feed still asks about. (A final outcome deletes its delivery.)
    */
   async #housekeeping(): Promise<void> {
-    const before = Date.now() - SETTLED_RETENTION_MS;
+    const before = Date.now() - EVENT_RETENTION_MS;
     await this.#db.atomic(async (db) => {
-      // Not a request: a large backlog of finished deliveries may take longer than a request's bound.
+      // Not a request: a large backlog of old events may take longer than a request's bound.
       await db.query('SET LOCAL statement_timeout = 0');
-      await db.query("DELETE FROM deliveries WHERE state <> 'pending' AND settled_at < $1", [before]);
       await db.query(
         'DELETE FROM events e WHERE e."timestamp"::timestamptz < to_timestamp($1::double precision / 1000) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)',
         [before],

@@ -12,6 +12,12 @@ export interface ContractBackend {
   open(): Promise<Store>;
   /** A second handle on the same data, when the backend allows several (PostgreSQL); else null. */
   openAnother?(): Promise<Store>;
+  /**
+   * The store as the next start finds it after `store`'s daemon (or machine) crashed now: what
+   * reached disk, the crashed process's memory gone. A lease the crashed daemon held may live
+   * on until it ends.
+   */
+  crash(store: Store): Promise<Store>;
 }
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -92,6 +98,13 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
     afterEach(async () => {
       for (const s of opened.splice(0)) await s.close();
     });
+
+    /** The store after a crash of `store` (see ContractBackend.crash). */
+    const crash = async () => {
+      const s = await backend.crash(store);
+      opened.push(s);
+      return s;
+    };
 
     async function customerWithSubscription(email: string, domain: string) {
       const user = await store.users.insert(userRecord(email));
@@ -925,7 +938,7 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(rest.map((d) => d.owner_id)).toEqual([a.id, a.id, a.id, a.id]);
       });
 
-      it('record appends the entries and settles the outcomes of the lease holder in one write', async () => {
+      it('record appends the entries and settles the outcomes of the lease holder', async () => {
         const { user, hooks } = await endpoints(2, 'record@example.test');
         const [d, e, f] = [delivery(hooks[0].id, user.id, 0), delivery(hooks[1].id, user.id, 0), delivery(hooks[1].id, user.id, 0)];
         await store.outbox.enqueue(eventRecord(), [d, e, f]);
@@ -950,6 +963,40 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         await store.outbox.record('w', [{ id: e.id, state: 'succeeded', attempts: 2, next_attempt_at: 0 }], [logEntry(hooks[1].id, { delivery_id: e.id, attempt: 2 })]);
         expect(await store.outbox.get(e.id)).toMatchObject({ state: 'pending', attempts: 1 });
         expect(await store.deliveryLog.list(hooks[1].id)).toHaveLength(2);
+      });
+
+      it('after a crash a retry is kept, a final outcome is kept or attempted again once its lease ends, a claim without an outcome is claimed again', async () => {
+        const { user, hooks } = await endpoints(1, 'crash@example.test');
+        const [retry, done, unrecorded] = [0, 1, 2].map(() => delivery(hooks[0].id, user.id, 0));
+        await store.outbox.enqueue(eventRecord(), [retry, done, unrecorded]);
+        expect(await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10 })).toHaveLength(3);
+        const retryEntry = logEntry(hooks[0].id, { delivery_id: retry.id, success: false, status_code: 500 });
+        await store.outbox.record('w', [{ id: retry.id, state: 'pending', attempts: 1, next_attempt_at: 2_010 }], [retryEntry]);
+        // The final outcome alone, the last write: nothing later carries it to disk.
+        await store.outbox.record('w', [{ id: done.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }], [logEntry(hooks[0].id, { delivery_id: done.id })]);
+        const after = await crash();
+        expect(await after.outbox.get(retry.id)).toMatchObject({ state: 'pending', attempts: 1, next_attempt_at: 2_010 });
+        expect(await after.outbox.get(unrecorded.id)).toMatchObject({ state: 'pending', attempts: 0 });
+        // A lost final outcome leaves the delivery as it was claimed: at-least-once.
+        const doneAfter = await after.outbox.get(done.id);
+        if (doneAfter) expect(doneAfter).toMatchObject({ state: 'pending', attempts: 0 });
+        const again = await after.outbox.claim({ ...claimDefaults, owner: 'v', now: 10 + claimDefaults.leaseMs });
+        const expected = doneAfter ? [retry, done, unrecorded] : [retry, unrecorded];
+        expect(again.map((d) => d.id).sort()).toEqual(expected.map((d) => d.id).sort());
+      });
+
+      it('after a crash log entries may be missing, but their ids are never given to other entries', async () => {
+        const { hooks } = await endpoints(1, 'crash-log@example.test');
+        const appended = [
+          ...(await store.deliveryLog.append([logEntry(hooks[0].id), logEntry(hooks[0].id)])),
+          ...(await store.outbox.record('w', [], [logEntry(hooks[0].id)])),
+        ];
+        const after = await crash();
+        // What is kept is what was appended, unchanged.
+        for (const entry of await after.deliveryLog.list(hooks[0].id)) expect(appended).toContainEqual(entry);
+        const [next] = await after.deliveryLog.append([logEntry(hooks[0].id)]);
+        expect(next.id).toBeGreaterThan(Math.max(...appended.map((e) => e.id)));
+        expect((await after.deliveryLog.list(hooks[0].id))[0]).toEqual(next);
       });
 
       it('record keeps serving the last 100 attempts per endpoint', async () => {
@@ -1090,6 +1137,42 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
       });
     });
 
+    });
+
+    describe('after a crash', () => {
+      it('every change whose call resolved is kept: records, removals, settings, tokens, transactions, prunes, flushed key uses', async () => {
+        const { user, subscription } = await customerWithSubscription('kept@example.test', 'kept.example');
+        const site = await store.sites.insert({ subscription_id: subscription.id, domain: 'a.kept.example', created_at: T0 });
+        const removed = await store.sites.insert({ subscription_id: subscription.id, domain: 'b.kept.example', created_at: T0 });
+        await store.sites.remove(removed.id);
+        await store.users.update(user.id, { name: 'Kept' });
+        await store.settings.update({ login_max_attempts: 7 });
+        const token = await store.resetTokens.insert({ user_id: user.id, token_hash: 'hash-kept', expires_at: '2099-01-01T00:00:00.000Z', used_at: null, created_at: T0 });
+        expect(await store.resetTokens.markUsed(token.id, T0)).toBe(true);
+        const key = await store.apiKeys.insert({ user_id: user.id, name: 'k', key_hash: 'hash-key', key_prefix: 'pk_kept', last_used_at: null, expires_at: null, created_at: T0 });
+        await store.revokedTokens.revoke('jti-expired', 1_000);
+        await store.revokedTokens.revoke('jti-live', 9_000);
+        const inTransaction = await store.transaction(async (tx) => tx.sites.insert({ subscription_id: subscription.id, domain: 'c.kept.example', created_at: T0 }));
+        const after = await crash();
+        expect(await after.sites.listBySubscription(subscription.id)).toEqual([site, inTransaction]);
+        expect((await after.users.get(user.id))?.name).toBe('Kept');
+        expect((await after.settings.get()).login_max_attempts).toBe(7);
+        expect((await after.resetTokens.byHash('hash-kept'))?.used_at).toBe(T0);
+        expect(await after.apiKeys.get(key.id)).toEqual(key);
+        // No id is handed out twice, even one whose record is gone.
+        const next = await after.sites.insert({ subscription_id: subscription.id, domain: 'd.kept.example', created_at: T0 });
+        expect(next.id).toBeGreaterThan(inTransaction.id);
+
+        // Each the last write before its crash, so no later write can carry it to disk.
+        await store.revokedTokens.prune(2_000);
+        const afterPrune = await crash();
+        expect(await afterPrune.revokedTokens.isRevoked('jti-expired')).toBe(false);
+        expect(await afterPrune.revokedTokens.isRevoked('jti-live')).toBe(true);
+        await store.apiKeys.touch(key.id, Date.parse('2026-01-02T00:00:00.500Z'));
+        await store.flush();
+        const afterFlush = await crash();
+        expect((await afterFlush.apiKeys.get(key.id))?.last_used_at).toBe('2026-01-02T00:00:00.000Z');
+      });
     });
 
     describe('change feed', () => {
