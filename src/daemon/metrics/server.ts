@@ -4,9 +4,9 @@
 // this one does not.
 // The listener runs in a worker thread (listener-worker.ts) and asks this thread for each
 // exposition. Served from the API's thread, a plain-HTTP socket would run through the same
-// node:http, net and stream functions as the API's TLS sockets, and V8 would compile that hot
-// path for both kinds of socket (slower for the API); a worker has its own V8 isolate, so the
-// API's path stays compiled for its sockets alone. See docs/decisions/observability.md.
+// node:http, net and stream functions as the API's TLS sockets, and V8 would recompile that
+// hot path for both kinds of socket; a worker has its own V8 isolate, so the API's path stays
+// compiled for its sockets alone. See docs/decisions/observability.md.
 import { Worker } from 'node:worker_threads';
 import type { PrometheusMetrics } from './prometheus.js';
 
