@@ -1,7 +1,8 @@
 // The CLI's HTTP client: talks to the daemon as any API client would, over HTTPS verified
 // against the data directory's certificate (or --ca), never with verification turned off.
 // Errors become one line with a hint (connection refused, certificate, 401, 403).
-import type { Agent as HttpAgent, ClientRequest, IncomingMessage } from 'node:http';
+import type { Agent as HttpAgent, ClientRequest } from 'node:http';
+import type { Readable } from 'node:stream';
 import { readFileSync } from 'node:fs';
 import { EXIT, exitCodeForStatus } from '../shared/errors.js';
 import type { Envelope } from '../shared/envelope.js';
@@ -18,6 +19,26 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** What to do when the connection is refused (default: start the daemon); asked only then. */
   whenRefused?: () => string;
+  /** How requests reach the daemon; default node:http(s). Tests pass a fake (test/helpers/fake-api.ts). */
+  transport?: Transport;
+}
+
+/**
+ * The HTTP layer under ApiClient, as gh's http.RoundTripper: the client builds the request
+ * (URL, token, JSON body) and reads the answer (envelope, exit code, hint, pages); a transport
+ * only carries it. A transport's rejection is a connection failure (its `code`, e.g.
+ * ECONNREFUSED, picks the message).
+ */
+export interface Transport {
+  request(url: URL, init: { method: HttpMethod; headers: Record<string, string>; body?: string }): Promise<RawResponse>;
+  stream(url: URL, init: { headers: Record<string, string>; signal?: AbortSignal }): Promise<StreamResponse>;
+}
+
+/** A whole answer: status, body text and the `Link` header. */
+export interface RawResponse {
+  statusCode: number;
+  text: string;
+  link?: string;
 }
 
 /** An error answer of the API, with its envelope. */
@@ -77,7 +98,7 @@ async function requestOnce(
   url: URL,
   agent: HttpAgent,
   options: { method: string; headers: Record<string, string>; body?: string; ca?: string; timeoutMs: number },
-): Promise<{ statusCode: number; text: string; link?: string }> {
+): Promise<RawResponse> {
   const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
   return new Promise((resolve, reject) => {
     const request = transport.request(
@@ -101,11 +122,11 @@ async function requestOnce(
 /** An open streaming answer (Server-Sent Events): its status and its body, read as a stream. */
 export interface StreamResponse {
   statusCode: number;
-  body: IncomingMessage;
+  body: Readable;
 }
 
 /** The whole body of a streaming answer that is not a stream (an error envelope). */
-export async function readBody(body: IncomingMessage): Promise<string> {
+export async function readBody(body: Readable): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of body) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString('utf8');
@@ -195,9 +216,11 @@ export class ApiClient {
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
     const url = this.#url(path);
-    let response: { statusCode: number; text: string; link?: string };
+    let response: RawResponse;
     try {
-      response = await requestOnce(url, await this.#agentFor(url), { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
+      response = this.options.transport
+        ? await this.options.transport.request(url, { method, headers, body: payload })
+        : await requestOnce(url, await this.#agentFor(url), { method, headers, body: payload, ca: this.#caPem(), timeoutMs: this.options.timeoutMs ?? 30_000 });
     } catch (error) {
       throw new CliError(describeConnectionError(error, this.baseUrl, this.options.whenRefused));
     }
@@ -229,6 +252,14 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'text/event-stream', ...extraHeaders };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     const url = this.#url(path);
+    if (this.options.transport) {
+      try {
+        return await this.options.transport.stream(url, { headers, signal });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        throw new CliError(describeConnectionError(error, this.baseUrl, this.options.whenRefused));
+      }
+    }
     const transport = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
     const ca = this.#caPem();
     const timeoutMs = this.options.timeoutMs ?? 30_000;

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { homedir } from 'node:os';
 import type { Command } from 'commander';
 import { layout, resolveDataDir, DEFAULT_PORT, DEFAULT_HOST } from '../shared/paths.js';
-import { ApiClient } from './api-client.js';
+import { ApiClient, type ClientOptions, type Transport } from './api-client.js';
 import { CliError } from './errors.js';
 import { EXIT } from '../shared/errors.js';
 import { isDaemon } from '../daemon/lock.js';
@@ -81,6 +81,8 @@ export class Context {
   constructor(
     readonly program: Command,
     readonly io: Io = processIo(),
+    /** The HTTP layer of every client this context makes (default node:http(s); tests pass a fake). */
+    readonly transport?: Transport,
   ) {}
 
   /** Called before the action runs: global options may follow the command's name too. */
@@ -262,8 +264,13 @@ export class Context {
       throw new CliError(`${why}: run panelctl login (or pass --token / PANELCTL_TOKEN)`, EXIT.AUTH);
     }
     const baseUrl = this.baseUrl();
-    this.#client = new ApiClient({ baseUrl, token: token?.token, tokenSource: token?.source, caFile: this.caFile(), whenRefused: () => this.refusedAdvice(baseUrl) });
+    this.#client = this.newClient({ baseUrl, token: token?.token, tokenSource: token?.source, caFile: this.caFile(), whenRefused: () => this.refusedAdvice(baseUrl) });
     return this.#client;
+  }
+
+  /** A client of its own (login without a token, status against daemon.json's URL), on this context's transport. */
+  newClient(options: ClientOptions): ApiClient {
+    return new ApiClient(this.transport ? { ...options, transport: this.transport } : options);
   }
 
   out(line: string): void {

@@ -5,16 +5,26 @@ import { CommanderError } from 'commander';
 import { EXIT } from '../shared/errors.js';
 import { CliError } from './errors.js';
 import { buildProgram } from './program.js';
+import type { Transport } from './api-client.js';
+import type { Io } from './context.js';
 
-function applyExitOverride(command: import('commander').Command): void {
+/**
+ * Commander throws instead of exiting, and writes help and usage errors to the context's
+ * streams, on every command (addCommand does not pass settings down).
+ */
+function applyExitOverride(command: import('commander').Command, io: Io): void {
   command.exitOverride();
-  for (const sub of command.commands) applyExitOverride(sub);
+  command.configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text), outputError: (text, write) => write(text) });
+  for (const sub of command.commands) applyExitOverride(sub, io);
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const { program, ctx } = await buildProgram({ args: argv.slice(2) });
-  applyExitOverride(program);
-  program.configureOutput({ outputError: (text, write) => write(text) });
+/**
+ * Runs one command line to its exit code. `deps` replaces the process's streams and the HTTP
+ * layer (tests run commands in-process against a fake API: test/helpers/cli.ts).
+ */
+export async function run(argv: string[], deps: { io?: Io; transport?: Transport } = {}): Promise<number> {
+  const { program, ctx } = await buildProgram({ args: argv.slice(2), ...deps });
+  applyExitOverride(program, ctx.io);
   try {
     await program.parseAsync(argv);
     return EXIT.OK;

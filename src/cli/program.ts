@@ -4,6 +4,7 @@
 // help, unknown commands and the generators load them all.
 import { Command, Option } from 'commander';
 import { VERSION } from '../shared/version.js';
+import type { Transport } from './api-client.js';
 import { Context, type Io } from './context.js';
 import { acceptGlobalOptions } from './global-options.js';
 
@@ -79,9 +80,9 @@ export function targetCommand(program: Command, args: readonly string[]): string
  * Builds the program. With `args`, only the command they run is loaded (when there is one);
  * without, the whole tree (for help, completions and the man page).
  */
-export async function buildProgram(options: { args?: readonly string[]; io?: Io } = {}): Promise<{ program: Command; ctx: Context }> {
+export async function buildProgram(options: { args?: readonly string[]; io?: Io; transport?: Transport } = {}): Promise<{ program: Command; ctx: Context }> {
   const program = rootCommand();
-  const ctx = new Context(program, options.io);
+  const ctx = new Context(program, options.io, options.transport);
   const target = options.args ? targetCommand(program, options.args) : null;
   const wanted = target ? TOP_COMMANDS.filter((c) => c.name === target) : TOP_COMMANDS;
   const factories = await Promise.all(wanted.map((c) => c.load()));

@@ -8,7 +8,8 @@ import type { Store } from '../store/store.js';
 const answers = new WeakMap<FastifyRequest, Promise<boolean>>();
 
 /**
- * `true` at once on a synchronous feed; else the request's one question (see ChangeFeed.caughtUp).
+ * `true` at once where the feed publishes before its writes resolve (the JSON store); else the
+ * request's one question (see ChangeFeed.caughtUp).
  * @example
  * const fresh = caughtUpFor(app.store, request);
  * if (fresh === true || (await fresh)) return memo.get(view);

@@ -145,22 +145,21 @@ export interface RevokedTokensRepository {
   prune(now: number): Promise<void>;
 }
 
-export interface HitOptions {
-  /**
-   * false: the hit may be written lazily (request-rate windows, counted on every request, are
-   * not worth a durable write each; a crash forgets at most a second of them). Default true
-   * (lockout counters). Backends whose every write is cheap may ignore it.
-   */
-  durable?: boolean;
-}
-
 /** Counters of the request limits and the login lockout, shared by every daemon of a store. */
 export interface LimiterRepository {
   /**
-   * Atomically counts one hit of `key` in a fixed window of `windowMs` and answers the new state.
-   * A window that has ended (or a lock that has ended) starts a new one with count 1.
+   * A lockout counter's hit: atomically counts one hit of `key` in a fixed window of `windowMs`
+   * and answers the new state, once durable (a counted failure survives a crash). A window that
+   * has ended (or a lock that has ended) starts a new one with count 1.
    */
-  hit(key: string, windowMs: number, now: number, options?: HitOptions): Promise<LimiterRecord>;
+  hit(key: string, windowMs: number, now: number): Promise<LimiterRecord>;
+  /**
+   * A request window's hit: counted as `hit` counts, atomically and in the one window every
+   * daemon of the store shares, and answered with the count right after it. Written lazily: it
+   * may resolve before the count is durable, and a crash forgets at most about a second of
+   * counts (a client gets that many requests back). `flush()` writes what is held.
+   */
+  countRequest(key: string, windowMs: number, now: number): Promise<LimiterRecord>;
   /** Takes back one hit (an attempt that turned out not to count, such as a good login). */
   release(key: string): Promise<void>;
   /** Locks `key` until `until` (epoch ms); keeps a later lock. */
@@ -194,30 +193,14 @@ export interface ClaimOptions {
   leaseMs: number;
   /** At most this many deliveries. */
   limit: number;
-  /** At most this many deliveries of one endpoint in this claim. */
+  /** At most this many deliveries of one endpoint in this claim (the claim is spread over endpoints). */
   perEndpoint: number;
-  /** Endpoints to skip (the claimer has enough of theirs in flight). */
+  /** Fairness: endpoints the claimer has no room for now (their deliveries stay for later or another claimer). */
   skipEndpoints?: readonly number[];
-  /** Endpoint owners to skip (their share of the claimer's slots is used up). */
+  /** Fairness: endpoint owners the claimer has no room for now. */
   skipOwners?: readonly number[];
-  /** At most this many deliveries of one endpoint owner in this claim (default: no such limit). */
-  perOwner?: number;
-  /** Owners with less room than `perOwner` left, as [owner id, room] (the claimer has some of theirs in flight). */
-  ownerRoom?: ReadonlyArray<readonly [number, number]>;
   /** Only these deliveries (a manual send the claimer wants to make at once); the skips do not apply. */
   ids?: readonly string[];
-}
-
-/**
- * A dispatcher taking new deliveries at publish (see Store.takeOnPublish). An offer is the room
- * the dispatcher holds for one publish until `take` answers it, which happens exactly once per
- * offer made, with no deliveries when none were leased or the publish failed.
- */
-export interface PublishTaker {
-  /** Room for the deliveries of the next publish (the `ids` of a claim do not apply); null: none now. */
-  offer(): ClaimOptions | null;
-  /** The deliveries leased under `offer`, committed, leased to `offer.owner` until `offer.now + offer.leaseMs`. */
-  take(offer: ClaimOptions, deliveries: DeliveryRecord[]): void;
 }
 
 /** What every delivery of a published event shares. */
@@ -265,9 +248,11 @@ export interface OutboxRepository {
    */
   publish(event: EventRecord, template: DeliveryTemplate): Promise<QueuedDelivery[]>;
   /**
-   * Due pending deliveries (`next_attempt_at <= now`) that nobody holds a live lease on, oldest
-   * due first and spread over endpoints (at most `perEndpoint` each), leased to `owner` until
-   * `now + leaseMs`. Two claimers never receive the same delivery while its lease lives.
+   * Due pending deliveries (`next_attempt_at <= now`) that nobody holds a live lease on, in due
+   * order (`next_attempt_at`, then creation), at most `perEndpoint` of each endpoint, none of
+   * `skipEndpoints` or `skipOwners`, leased to `owner` until `now + leaseMs`. Two claimers never
+   * receive the same delivery while its lease lives. A delivery is claimable only once the write
+   * that queued it is durable.
    */
   claim(options: ClaimOptions): Promise<DeliveryRecord[]>;
   /**
@@ -381,26 +366,24 @@ export type Change =
   | { kind: 'record'; collection: 'users' | 'api_keys' | 'subscriptions' | 'sites' | 'webhooks' | 'settings' | 'revoked_tokens'; id: number | null }
   /** Deliveries were queued or fell due: dispatchers look for work. */
   | { kind: 'outbox' }
-  /** A delivery attempt was logged (by any daemon of the store). */
-  | { kind: 'log'; entry: DeliveryLogEntry }
   /**
-   * Attempts were logged, announced by id only (a shared database: the entries are fetched with
-   * `deliveryLog.getMany` by whoever needs them, so daemons nobody is watching read nothing).
+   * Attempts were logged (by any daemon of the store), announced by id only: whoever needs the
+   * entries reads them with `deliveryLog.getMany`, so daemons nobody is watching read nothing.
    */
   | { kind: 'logged'; ids: number[] };
 
 export interface ChangeFeed {
   /**
-   * True when every change is published in this process before the write that made it
-   * resolves (the embedded store). With a shared database, other daemons' changes arrive a
-   * moment later: a cache kept from the feed serves only after `caughtUp()`.
+   * A listener may be called during the write that made the change or a moment after it
+   * resolves (another daemon's changes on a shared database): a cache kept from the feed serves
+   * only after `caughtUp()`.
    */
-  readonly synchronous: boolean;
   subscribe(listener: (change: Change) => void): () => void;
   /**
-   * Whether every change of the cached collections (users, API keys, subscriptions, sites)
-   * committed before the call, by any daemon of the store, has been published to the listeners.
-   * `true` at once when synchronous. With a shared database the feed asks the database which of
+   * Whether every change of the cached collections (users, API keys, revoked tokens,
+   * subscriptions, sites) committed before the call, by any daemon of the store, has been
+   * published to the listeners. `true` at once when every change is published before its write
+   * resolves (the embedded store). With a shared database the feed asks the database which of
    * them changed since it last asked, publishes those (as `record` changes with `id` null) and
    * answers true; several calls share one question, never one asked before they were made. False
    * when it cannot ask (disconnected): a cache kept from the feed must then not be served.
@@ -467,13 +450,6 @@ export interface StoreInfo {
 export interface Store extends Repositories {
   readonly info: StoreInfo;
   readonly changes: ChangeFeed;
-  /**
-   * Lets a dispatcher take deliveries as they are published, without a claim: each publish
-   * outside a transaction asks `taker.offer()` for room, and the deliveries it leases under the
-   * offer (as a claim with those options would, but only of endpoints with no other claimable
-   * delivery, so older ones go first) are passed to `taker.take` once committed. Null stops it.
-   */
-  takeOnPublish(taker: PublishTaker | null): void;
   /**
    * Tells `observer` how long each write took to become durable, in seconds (the metrics'
    * commit histogram): the JSON store its journal writes, PostgreSQL its transactions and the

@@ -1,9 +1,9 @@
-// Admin commands of the built CLI against a real daemon, each with --json parsed and checked:
-// users, settings, events types/emit, subscriptions and sites; and the human output
-// (tables and colours on a terminal, NO_COLOR and --no-color, plain text when piped).
+// Admin commands of the built CLI against a real daemon, end to end once per family, each with
+// --json parsed and checked: users, settings, events types/emit, subscriptions and sites. Their
+// flags, human output (tables, colours, piped rows) and exit codes: run-admin.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { cliSession, HAS_SCRIPT, plain, runOnTty, type CliSession } from './helpers.js';
+import { cliSession, type CliSession } from './helpers.js';
 
 describe('panelctl admin commands', () => {
   let daemon: TestDaemon;
@@ -112,32 +112,5 @@ describe('panelctl admin commands', () => {
     const missing = await cli.run(['sites', 'delete', '9999']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('not found');
-  });
-
-  it('piped output is plain: tab-separated rows without a header, no escape codes', async () => {
-    const result = await cli.run(['users', 'list'], { env: { NO_COLOR: '' } });
-    expect(result.code).toBe(0);
-    expect(result.stdout).not.toMatch(/\x1b\[/);
-    expect(result.stdout.split('\n')[0]).toMatch(/^1\tadmin@localhost\tAdministrator\tadmin\toff\t/);
-  });
-
-  it.skipIf(!HAS_SCRIPT)('on a terminal: an aligned table with a header and colours; NO_COLOR and --no-color turn colours off', async () => {
-    const target = ['--data-dir', daemon.dataDir, '--url', daemon.url];
-    const coloured = await runOnTty([...target, 'users', 'list'], { ...cli.env, NO_COLOR: '' }).done;
-    expect(coloured.code).toBe(0);
-    expect(coloured.output).toMatch(/\x1b\[1mID/);
-    const lines = plain(coloured.output).trim().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+EMAIL\s+NAME\s+ROLE\s+2FA\s+CREATED$/);
-    expect(lines[1]).toMatch(/^1\s+admin@localhost\s+Administrator\s+admin\s+off\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-    // Columns line up: the EMAIL column starts at the same offset in every row.
-    expect(lines[1].indexOf('admin@localhost')).toBe(lines[0].indexOf('EMAIL'));
-
-    for (const env of [{ ...cli.env, NO_COLOR: '1' }, { ...cli.env, NO_COLOR: '' }]) {
-      const args = env.NO_COLOR ? [...target, 'users', 'list'] : [...target, '--no-color', 'users', 'list'];
-      const plainRun = await runOnTty(args, env).done;
-      expect(plainRun.code).toBe(0);
-      expect(plainRun.output).not.toMatch(/\x1b\[[0-9;]*m/);
-      expect(plainRun.output).toMatch(/ID\s+EMAIL/);
-    }
   });
 });

@@ -104,32 +104,36 @@ describe('the first hour with panelctl', () => {
     }
   });
 
-  it('a loopback webhook on a daemon without --allow-private-webhooks names the flag and the certificate step', async () => {
-    const strict = await startDaemon();
-    try {
-      const token = await strict.login();
+  describe('daemons that refuse a receiver on this machine', () => {
+    // One strict daemon for both refusals (at create, and at connect), one that does not trust the receiver.
+    let strict: TestDaemon;
+    let untrusting: TestDaemon;
+    beforeAll(async () => {
+      [strict, untrusting] = await Promise.all([startDaemon(), startDaemon({ args: ['--allow-private-webhooks'] })]);
+    });
+    afterAll(async () => {
+      await strict?.dispose();
+      await untrusting?.dispose();
+    });
+
+    it('a loopback webhook on a daemon without --allow-private-webhooks names the flag and the certificate step', async () => {
       const result = await cli.run(['--data-dir', strict.dataDir, '--url', strict.url, 'webhooks', 'create', '--url', 'https://127.0.0.1:8443/webhooks', '--events', '*', '--generate-secret'], {
-        env: { PANELCTL_TOKEN: token },
+        env: { PANELCTL_TOKEN: await strict.login() },
       });
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('url: 127.0.0.1 is a loopback address');
       expect(result.stderr).toContain('start the daemon with --allow-private-webhooks');
       expect(result.stderr).toContain('NODE_EXTRA_CA_CERTS=receiver-cert.pem panelctl daemon start --allow-private-webhooks');
-    } finally {
-      await strict.dispose();
-    }
-  });
+    });
 
-  it('a test delivery refused as private or over an untrusted certificate says which daemon flag or variable fixes it', async () => {
-    const strict = await startDaemon();
-    const untrusting = await startDaemon({ args: ['--allow-private-webhooks'] });
-    try {
+    it('a test delivery refused as private or over an untrusted certificate says which daemon flag or variable fixes it', async () => {
       // localhost passes create (only literal addresses are checked there) and is refused at connect.
+      const strictToken = await strict.login();
       const blocked = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, '--json', 'webhooks', 'create', '--url', `https://localhost:${receiver.port}/hook`, '--events', '*', '--generate-secret'], {
-        env: { PANELCTL_TOKEN: await strict.login() },
+        env: { PANELCTL_TOKEN: strictToken },
       });
       const refused = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, 'webhooks', 'test', String(JSON.parse(blocked.stdout).id), '--no-wait'], {
-        env: { PANELCTL_TOKEN: await strict.login() },
+        env: { PANELCTL_TOKEN: strictToken },
       });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain('blocked: loopback address');
@@ -141,10 +145,7 @@ describe('the first hour with panelctl', () => {
       expect(untrusted.code).toBe(1);
       expect(untrusted.stderr).toContain('TLS: ');
       expect(untrusted.stderr).toContain("the daemon does not trust the receiver's certificate; start it with NODE_EXTRA_CA_CERTS=receiver-cert.pem");
-    } finally {
-      await strict.dispose();
-      await untrusting.dispose();
-    }
+    });
   });
 
   it('webhooks test prints the row of deliveries --follow and listen', async () => {

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import React from 'react';
 import { cleanup, render } from 'ink-testing-library';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries } from '../../src/cli/stream/deliveries.js';
 import { apiWatchSource } from '../../src/cli/ui/source.js';
@@ -22,16 +22,6 @@ import { cliSession, spawnCli, type CliSession } from './helpers.js';
 interface Got {
   headers: IncomingHttpHeaders;
   body: string;
-}
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe('panelctl listen', () => {
@@ -92,23 +82,39 @@ describe('panelctl listen', () => {
       const emitted = await cli.json(['events', 'emit', 'site.created', '--data', 'site_id=5', 'domain=listen.example']);
       expect(emitted.deliveries).toBeGreaterThanOrEqual(1);
 
-      const request = await until('the forwarded request', () => got[0]);
+      const request = await vi.waitFor(() => {
+        const found = got[0];
+        expect(found, 'the forwarded request').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       expect(JSON.parse(request.body)).toMatchObject({ event: 'site.created', data: { site_id: 5, domain: 'listen.example' } });
       expect(request.headers['x-webhook-event']).toBe('site.created');
       expect(request.headers['user-agent']).toBe('Panel-WebPanel-Webhook/1.0');
 
       // The CLI line, in the row format of `webhooks test` and `deliveries --follow`: time,
       // outcome, status, event, where it went, duration, delivery.
-      const line = await until('the CLI line', () => listen.stdout().split('\n').find((l) => l.includes('site.created')));
+      const line = await vi.waitFor(() => {
+        const found = listen.stdout().split('\n').find((l) => l.includes('site.created'));
+        expect(found, 'the CLI line').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       expect(line).toMatch(/✓\tHTTP 202\tsite\.created\twebhook \d+\t\d+ ms\t[0-9a-f-]{36}/);
       const deliveryId = line.split('\t').pop()!;
       expect(request.headers['x-webhook-delivery']).toBe(deliveryId);
 
       // On the delivery stream like any attempt, with the receiver's status.
-      const entry = await until('the streamed entry', () => streamed.find((e) => e.delivery_id === deliveryId));
+      const entry = await vi.waitFor(() => {
+        const found = streamed.find((e) => e.delivery_id === deliveryId);
+        expect(found, 'the streamed entry').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       expect(entry).toMatchObject({ event: 'site.created', success: true, status_code: 202, response: 'accepted', attempt: 1, reason: null });
       // And in watch: its state gets the entry, and the view renders it as a row.
-      await until('the watch entry', () => store.getState().entries.find((e) => e.delivery_id === deliveryId));
+      await vi.waitFor(() => {
+        const found = store.getState().entries.find((e) => e.delivery_id === deliveryId);
+        expect(found, 'the watch entry').toBeDefined();
+        return found!;
+      }, { timeout: 20_000, interval: 50 });
       const view = render(<WatchView state={store.getState()} now={Date.now()} columns={120} rows={20} color={false} />);
       expect(view.lastFrame()).toMatch(/site\.created\s+1\/2\s+202\s+\S+\s+✓ ok/);
     } finally {
@@ -125,12 +131,24 @@ describe('panelctl listen', () => {
     expect(secret).toBeDefined();
     expect(got[0].headers['x-webhook-signature']).toBe(`sha256=${createHmac('sha256', secret!).update(got[0].body).digest('hex')}`);
     // The session's endpoint is gone once listen ends.
-    const deadline = Date.now() + 10_000;
-    let left = 1;
-    while (left && Date.now() < deadline) {
-      left = (await cli.json<Array<{ url: string }>>(['webhooks', 'list'])).filter((w) => w.url.startsWith('listen:')).length;
-      if (left) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(left).toBe(0);
+    await vi.waitFor(
+      async () => expect((await cli.json<Array<{ url: string }>>(['webhooks', 'list'])).filter((w) => w.url.startsWith('listen:'))).toEqual([]),
+      { timeout: 10_000, interval: 100 },
+    );
+  });
+
+  // The CLI's side of revocation: a listen whose API key is deleted while it runs stops at once,
+  // says why, and exits 4 (authentication refused), not "the daemon stopped".
+  it('exits 4 naming the reason when its API key is deleted', async () => {
+    const admin = await daemon.login();
+    const created = await daemon.request('POST', '/auth/api-keys', { token: admin, body: { name: 'listen key' } });
+    expect(created.status, created.text).toBe(201);
+    const listen = spawnCli(['--data-dir', daemon.dataDir, '--url', daemon.url, '--token', created.body.data.key, 'listen'], cli.env);
+    await listen.waitForStderr(/Ready:/);
+    const removed = await daemon.request('DELETE', `/auth/api-keys/${created.body.data.id}`, { token: admin });
+    expect(removed.status, removed.text).toBe(200);
+    const { code, stderr } = await listen.done;
+    expect(code, stderr).toBe(4);
+    expect(stderr).toContain('the daemon ended the listen session: authentication required');
   });
 });

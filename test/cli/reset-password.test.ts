@@ -4,7 +4,7 @@
 // is printed only when the command generated it.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/factory.js';
 import { runCli } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
@@ -19,7 +19,7 @@ const CUSTOMER = 'cora@example.com';
  */
 async function nextSecond(): Promise<void> {
   const start = Math.floor(Date.now() / 1000);
-  while (Math.floor(Date.now() / 1000) === start) await new Promise((resolve) => setTimeout(resolve, 5));
+  await vi.waitFor(() => expect(Math.floor(Date.now() / 1000)).toBeGreaterThan(start), { timeout: 2_000, interval: 5 });
 }
 
 const reset = (dataDir: string, email: string, password?: string, json = false) =>

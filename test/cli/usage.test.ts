@@ -1,11 +1,13 @@
 // The CLI without a daemon: usage errors (exit 2), an unreachable daemon (exit 1 with the
-// hint), and the generated completions and man page (fresh, valid for each shell and groff).
+// hint; a real refused connection), run in process; and the generated completions and man page
+// (fresh, valid for each shell and groff).
 import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInProcess } from '../helpers/cli.js';
 import { cliSession, type CliSession } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,9 +22,11 @@ async function closedPort(): Promise<number> {
 }
 
 describe('panelctl usage and errors', () => {
-  let cli: CliSession;
+  let cli: Pick<CliSession, 'run' | 'configDir' | 'dispose'>;
   beforeAll(async () => {
-    cli = await cliSession(null);
+    const session = await cliSession(null);
+    // In process, with the real HTTP layer: nothing answers, and nothing needs to.
+    cli = { ...session, run: (args, options = {}) => runInProcess(args, { input: options.input, env: { ...session.env, ...options.env } }) };
   });
   afterAll(async () => {
     await cli.dispose();

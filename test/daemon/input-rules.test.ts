@@ -1,4 +1,4 @@
-// Inputs judged the same way everywhere, through the real daemon and CLI: one email rule (single-
+// Inputs judged the same way everywhere, through the app in-process and the CLI: one email rule (single-
 // label domains such as the default admin@localhost are addresses) on every route and in init;
 // event identifiers that every JSON reader represents exactly; and messages a person can act on.
 import { rm } from 'node:fs/promises';
@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isValidEmail } from '../../src/shared/email.js';
 import { shorten } from '../../src/cli/ui/format.js';
 import { runCli } from '../helpers/cli.js';
-import { ADMIN_EMAIL, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_EMAIL, makeDataDir } from '../helpers/daemon.js';
 
 describe('the email rule', () => {
   it.each([
@@ -33,37 +34,37 @@ describe('the email rule', () => {
   });
 
   describe('on every route that takes one', () => {
-    let daemon: TestDaemon;
+    let api: TestApp;
     let admin: string;
     beforeAll(async () => {
-      daemon = await startDaemon();
-      admin = await daemon.login();
+      api = await buildTestApp();
+      admin = await api.login();
     });
     afterAll(async () => {
-      await daemon?.dispose();
+      await api?.close();
     });
 
     it('forgot-password accepts admin@localhost (200), refuses a non-address with 422 naming the field', async () => {
-      const ok = await daemon.request('POST', '/auth/forgot-password', { body: { email: ADMIN_EMAIL } });
+      const ok = await api.request('POST', '/auth/forgot-password', { body: { email: ADMIN_EMAIL } });
       expect(ok.status, ok.text).toBe(200);
-      const bad = await daemon.request('POST', '/auth/forgot-password', { body: { email: 'admin' } });
+      const bad = await api.request('POST', '/auth/forgot-password', { body: { email: 'admin' } });
       expect(bad.status).toBe(422);
       expect(bad.body).toMatchObject({ data: null, error: 'validation failed', message: expect.stringMatching(/^email: must match format "email"/) });
     });
 
     it('admin users create accepts x@localhost, and that user logs in; a non-address is 422', async () => {
-      const created = await daemon.request('POST', '/admin/users', { token: admin, body: { email: 'x@localhost', name: 'X', password: 'x-password-1', role: 'customer' } });
+      const created = await api.request('POST', '/admin/users', { token: admin, body: { email: 'x@localhost', name: 'X', password: 'x-password-1', role: 'customer' } });
       expect(created.status, created.text).toBe(201);
       expect(created.body.data.email).toBe('x@localhost');
-      expect(await daemon.login('x@localhost', 'x-password-1')).toMatch(/^eyJ/);
-      const bad = await daemon.request('POST', '/admin/users', { token: admin, body: { email: 'x@', name: 'X', password: 'x-password-1', role: 'customer' } });
+      expect(await api.login('x@localhost', 'x-password-1')).toMatch(/^eyJ/);
+      const bad = await api.request('POST', '/admin/users', { token: admin, body: { email: 'x@', name: 'X', password: 'x-password-1', role: 'customer' } });
       expect(bad.status).toBe(422);
       expect(bad.body.message).toMatch(/^email: /);
     });
 
     it('login: an address logs in or is refused as credentials (401); a non-address is 422', async () => {
-      expect((await daemon.request('POST', '/auth/login', { body: { email: 'nobody@localhost', password: 'whatever-1' } })).status).toBe(401);
-      const bad = await daemon.request('POST', '/auth/login', { body: { email: 'not an address', password: 'whatever-1' } });
+      expect((await api.request('POST', '/auth/login', { body: { email: 'nobody@localhost', password: 'whatever-1' } })).status).toBe(401);
+      const bad = await api.request('POST', '/auth/login', { body: { email: 'not an address', password: 'whatever-1' } });
       expect(bad.status).toBe(422);
       expect(bad.body.message).toMatch(/^email: /);
     });
@@ -89,22 +90,22 @@ describe('the email rule', () => {
 });
 
 describe('event identifiers and ownership messages', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
   let customer: string;
   let customerId: number;
   beforeAll(async () => {
-    daemon = await startDaemon();
-    admin = await daemon.login();
-    const created = await daemon.request('POST', '/admin/users', { token: admin, body: { email: 'cust@example.com', name: 'C', password: 'cust-password-1', role: 'customer' } });
+    api = await buildTestApp();
+    admin = await api.login();
+    const created = await api.request('POST', '/admin/users', { token: admin, body: { email: 'cust@example.com', name: 'C', password: 'cust-password-1', role: 'customer' } });
     customerId = created.body.data.id;
-    customer = await daemon.login('cust@example.com', 'cust-password-1');
+    customer = await api.login('cust@example.com', 'cust-password-1');
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
-  const publish = (raw: string) => daemon.request('POST', '/admin/events', { token: admin, rawBody: raw, headers: { 'content-type': 'application/json' } });
+  const publish = (raw: string) => api.request('POST', '/admin/events', { token: admin, rawBody: raw, headers: { 'content-type': 'application/json' } });
 
   it.each(['1e300', '9007199254740993', '9007199254740992', '0', '-1', '1.5'])('data.site_id %s → 422 naming the field', async (value) => {
     const response = await publish(`{"event":"site.created","data":{"site_id":${value},"domain":"a.example"}}`);
@@ -120,7 +121,7 @@ describe('event identifiers and ownership messages', () => {
   });
 
   it('every identifier field of the catalogue has the same rule; the largest safe integer is accepted', async () => {
-    const types = (await daemon.request('GET', '/events/types', { token: admin })).body.data as Array<{ name: string; fields: Record<string, string> }>;
+    const types = (await api.request('GET', '/events/types', { token: admin })).body.data as Array<{ name: string; fields: Record<string, string> }>;
     for (const type of types) {
       for (const [field, kind] of Object.entries(type.fields)) {
         if (kind !== 'integer') continue;
@@ -136,9 +137,9 @@ describe('event identifiers and ownership messages', () => {
   });
 
   it("another user's webhook: an admin's is not called another customer's", async () => {
-    const hook = await daemon.request('POST', '/webhooks', { token: admin, body: { url: 'https://hooks.example.com/in', secret: 'admin-secret-1', events: '*' } });
+    const hook = await api.request('POST', '/webhooks', { token: admin, body: { url: 'https://hooks.example.com/in', secret: 'admin-secret-1', events: '*' } });
     expect(hook.status, hook.text).toBe(201);
-    const response = await daemon.request('GET', `/webhooks/${hook.body.data.id}`, { token: customer });
+    const response = await api.request('GET', `/webhooks/${hook.body.data.id}`, { token: customer });
     expect(response.status).toBe(403);
     expect(response.body.message).toBe(`webhook ${hook.body.data.id} belongs to another user`);
     expect(response.body.message).not.toContain('customer');

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BIN, runCli } from '../helpers/cli.js';
 import { makeDataDir, startDaemon, waitForExit, type TestDaemon } from '../helpers/daemon.js';
 import { track } from '../helpers/processes.js';
@@ -117,9 +117,7 @@ describe('durability and shutdown', () => {
       // The daemon's output reaches this process through a pipe: wait for the last answer's line.
       // Complete lines only: the last piece may still be arriving.
       const parsed = () => daemon.output().split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-      for (let waited = 0; waited < 30_000 && !parsed().some((l) => l.msg === 'request completed' && l.res?.statusCode === 401); waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await vi.waitFor(() => expect(parsed().some((l) => l.msg === 'request completed' && l.res?.statusCode === 401)).toBe(true), { timeout: 30_000, interval: 50 });
       const lines = parsed();
       const sites = lines.filter((l) => l.msg === 'incoming request' && l.req?.url === '/api/v1/sites');
       expect(sites).toHaveLength(2);

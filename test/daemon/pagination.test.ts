@@ -82,7 +82,8 @@ describe('paginated lists', () => {
       ['/subscriptions', customer.token, 5],
       ['/auth/api-keys', customer.token, 5],
       ['/webhooks', customer.token, 5],
-      ['/admin/users', admin, 2],
+      // The fixture's first admin (as `panelctl init` makes it), this admin and the customer.
+      ['/admin/users', admin, 3],
     ] as const) {
       const pages = await walk(`${url}?limit=2`, token);
       expect(pages.flat(), url).toHaveLength(total);

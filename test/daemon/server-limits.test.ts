@@ -3,7 +3,7 @@
 // address cannot hold more than its share of connections, and query strings stay out of the log.
 import net from 'node:net';
 import tls from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 const SMALL = {
@@ -50,16 +50,14 @@ function connectTls(daemon: TestDaemon, localAddress?: string): Promise<Watched>
 }
 
 function until<T>(what: string, probe: () => T | undefined, within = 10_000): Promise<T> {
-  const deadline = Date.now() + within;
-  return new Promise((resolve, reject) => {
-    const tick = () => {
+  return vi.waitFor(
+    () => {
       const value = probe();
-      if (value !== undefined) return resolve(value);
-      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`));
-      setTimeout(tick, 25);
-    };
-    tick();
-  });
+      if (value === undefined) throw new Error(`timed out waiting for ${what}`);
+      return value;
+    },
+    { timeout: within, interval: 25 },
+  );
 }
 
 describe('server limits (small limits from the environment)', () => {
@@ -164,14 +162,7 @@ describe('the per-address connection cap', () => {
     held[0].socket.destroy();
     await held[0].closed(5_000);
     // The server sees the close a moment after the client: retry until the slot is free.
-    const deadline = Date.now() + 5_000;
-    let again: Watched | undefined;
-    while (!again) {
-      again = await connectTls(daemon, '127.0.0.2').catch((error) => {
-        if (Date.now() > deadline) throw error;
-        return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 50));
-      });
-    }
+    const again = await vi.waitFor(() => connectTls(daemon, '127.0.0.2'), { timeout: 5_000, interval: 50 });
     sockets.push(again.socket);
     expect(daemon.output()).toMatch(/client 127\.0\.0\.2 holds 3 connections, the most one address may/);
     // The held connections are still usable.

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BIN, runCli } from '../helpers/cli.js';
 import { initDataDir, makeDataDir, startDaemon, waitForExit } from '../helpers/daemon.js';
 
@@ -141,11 +141,14 @@ describe('start-up with a damaged data directory', () => {
     let output = '';
     child.stdout!.on('data', (chunk) => (output += chunk));
     child.stderr!.on('data', (chunk) => (output += chunk));
-    const deadline = Date.now() + 20_000;
-    while (!/made a new self-signed pair/.test(output)) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no new pair: ${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await vi.waitFor(
+      () => {
+        if (child.exitCode !== null) return; // told below, with the output
+        if (!/made a new self-signed pair/.test(output)) throw new Error(`no new pair: ${output}`);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    if (child.exitCode !== null) throw new Error(`no new pair: ${output}`);
     expect((await stat(join(dir, 'tls', 'key.pem'))).mode & 0o777).toBe(0o600);
     expect(await readFile(join(dir, 'tls', 'cert.pem'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
     child.kill('SIGTERM');

@@ -1,9 +1,10 @@
 // Deliveries as a receiver sees them: a real daemon posting to real HTTPS receivers on loopback
 // (trusted through NODE_EXTRA_CA_CERTS), with the signature checked by an independent verifier.
+// Retries, caps, fairness and matching are checked in-process in scheduling.test.ts.
 import { verify } from '@octokit/webhooks-methods';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { SITE, customer, endpoint, entries, publish, sleep, startWorld, waitForEntries, type World } from './fixtures.js';
+import { SITE, customer, endpoint, entries, publish, startWorld, waitForEntries, type World } from './fixtures.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -86,63 +87,6 @@ describe.concurrent('webhook delivery', () => {
     expect(Number.isInteger(entry.duration_ms)).toBe(true);
   });
 
-  it('retries a failed delivery once, 2 s after the failure, with the same delivery id, and never a third time', async () => {
-    const { id: ownerId, token } = await customer(world);
-    const hook = await receiver(() => ({ status: 500, body: 'receiver broke' }));
-    const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
-    // Marker events fail once, then succeed: their retry is due after any third attempt would be.
-    hook.handle((request) => (JSON.parse(request.body).data.domain === 'marker.example' && hook.requests.filter((r) => r.body === request.body).length > 1 ? {} : { status: 500, body: 'receiver broke' }));
-    await publish(world, 'site.created', SITE, ownerId);
-    const [first, second] = await hook.waitFor(2);
-    // The retry is scheduled 2 s after the failure was recorded: never sooner. (A busy machine
-    // only makes it later, so the upper bound is generous: well below the 10 s attempt limit.)
-    const gap = second.at - first.at;
-    expect(gap).toBeGreaterThanOrEqual(1950);
-    expect(gap).toBeLessThan(9_000);
-    expect(second.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
-    expect(second.body).toBe(first.body);
-    expect(second.headers['x-webhook-signature']).toBe(first.headers['x-webhook-signature']);
-
-    const log = await waitForEntries(world, token, id, 2);
-    expect(log.map((e) => [e.attempt, e.success, e.status_code, e.response])).toEqual([
-      [2, false, 500, 'receiver broke'],
-      [1, false, 500, 'receiver broke'],
-    ]);
-    // No third attempt: a marker event published now fails too, and its retry (due 2 s after a
-    // failure later than the second one) must arrive after any third attempt would have.
-    await publish(world, 'site.created', { site_id: 8, domain: 'marker.example' }, ownerId);
-    await hook.waitFor(4);
-    const markerLog = await waitForEntries(world, token, id, 4);
-    expect(markerLog.filter((e) => e.payload.data.domain === 'marker.example').map((e) => [e.attempt, e.success])).toEqual([
-      [2, true],
-      [1, false],
-    ]);
-    const originals = hook.requests.filter((r) => r.headers['x-webhook-delivery'] === first.headers['x-webhook-delivery']);
-    expect(originals).toHaveLength(2);
-    expect(markerLog.filter((e) => e.delivery_id === first.headers['x-webhook-delivery'])).toHaveLength(2);
-  });
-
-  it('succeeds on the retry when the receiver recovers, signing the retry with the rotated secret', async () => {
-    const { id: ownerId, token } = await customer(world);
-    const hook = await receiver((_request, index) => (index === 0 ? { status: 503 } : { status: 204, body: '' }));
-    const id = await endpoint(world, token, { url: hook.url, secret: 'old-secret', events: 'site.created' });
-    await publish(world, 'site.created', SITE, ownerId);
-    const [first] = await hook.waitFor(1);
-    expect(await verify('old-secret', first.body, first.headers['x-webhook-signature'] as string)).toBe(true);
-    const rotated = await world.daemon.request('PUT', `/webhooks/${id}`, { token, body: { secret: 'new-secret' } });
-    expect(rotated.status).toBe(200);
-    expect(JSON.stringify(rotated.body)).not.toContain('new-secret');
-
-    const [, second] = await hook.waitFor(2);
-    expect(second.headers['x-webhook-delivery']).toBe(first.headers['x-webhook-delivery']);
-    expect(await verify('new-secret', second.body, second.headers['x-webhook-signature'] as string)).toBe(true);
-    const log = await waitForEntries(world, token, id, 2);
-    expect(log.map((e) => [e.attempt, e.success, e.status_code])).toEqual([
-      [2, true, 204],
-      [1, false, 503],
-    ]);
-  });
-
   it('counts a receiver that answers after 12 s as failed at about 10 s', { timeout: 90_000 }, async () => {
     const { id: ownerId, token } = await customer(world);
     const hook = await receiver((_request, index) => (index === 0 ? { delayMs: 12_000 } : {}));
@@ -214,21 +158,26 @@ describe.concurrent('webhook delivery', () => {
       );
     }
     await hook.waitFor(105);
-    // One shared agent with keep-alive: connections are reused, at most one per slot.
-    expect(hook.connections()).toBeLessThanOrEqual(8);
+    // At most one request per slot, over one shared keep-alive agent: connections are reused.
+    // (Not "at most 8 connections": a slot idle past the agent's keep-alive time, as on a loaded
+    // machine between two batches, rightly opens a new one.)
+    expect(hook.maxConcurrent()).toBeLessThanOrEqual(8);
+    expect(hook.connections()).toBeLessThan(hook.requests.length / 2);
     // Arrived is not yet recorded: wait until the ten latest arrivals are in the log (they must
     // be kept), so that every one of the 105 attempts has been recorded.
     const latest = hook.requests.slice(-10).map((r) => r.headers['x-webhook-delivery'] as string);
-    const deadline = Date.now() + 30_000;
-    let log: any[] = [];
-    while (Date.now() < deadline) {
-      log = await entries(world, token, id);
-      const seen = new Set(log.map((e) => e.payload.data.domain_id));
-      const logged = new Set(log.map((e) => e.delivery_id));
-      if (log.length === 100 && seen.size === 100 && log.every((e) => e.success) && latest.every((d) => logged.has(d))) break;
-      await sleep(100);
-    }
-    expect(log).toHaveLength(100);
+    const log = await vi.waitFor(
+      async () => {
+        const list = await entries(world, token, id);
+        expect(list).toHaveLength(100);
+        expect(new Set(list.map((e) => e.payload.data.domain_id)).size).toBe(100);
+        expect(list.every((e) => e.success)).toBe(true);
+        const logged = new Set(list.map((e) => e.delivery_id));
+        expect(latest.filter((d) => !logged.has(d))).toEqual([]);
+        return list;
+      },
+      { timeout: 30_000, interval: 100 },
+    );
     const ids = log.map((e) => e.id);
     expect([...ids].sort((a, b) => b - a)).toEqual(ids);
     // The five oldest recorded attempts are gone, not the newest: none of the ten latest to
@@ -245,54 +194,6 @@ describe.concurrent('webhook delivery', () => {
 
     const limited = await world.daemon.request('GET', `/webhooks/${id}/deliveries?limit=3&success=true`, { token });
     expect(limited.body.data.map((e: any) => e.id)).toEqual(ids.slice(0, 3));
-  });
-
-  it('sends nothing to inactive or unsubscribed endpoints', async () => {
-    const { id: ownerId, token } = await customer(world);
-    const subscribed = await receiver();
-    const inactive = await receiver();
-    const other = await receiver();
-    const subscribedId = await endpoint(world, token, { url: subscribed.url, events: 'domain.deleted , site.created' });
-    const inactiveId = await endpoint(world, token, { url: inactive.url, events: '*', active: false });
-    const otherId = await endpoint(world, token, { url: other.url, events: 'domain.created,site.deleted' });
-    expect(await publish(world, 'site.created', SITE, ownerId)).toBe(1);
-    await subscribed.waitFor(1);
-    await waitForEntries(world, token, subscribedId, 1);
-
-    // Re-activated and subscribed, they receive the next event (the marker): a delivery of the
-    // first one, had it been queued, would have come before it.
-    expect((await world.daemon.request('PUT', `/webhooks/${inactiveId}`, { token, body: { active: true } })).status).toBe(200);
-    expect((await world.daemon.request('PUT', `/webhooks/${otherId}`, { token, body: { events: '*' } })).status).toBe(200);
-    const MARKER = { site_id: 8, domain: 'marker.example' };
-    expect(await publish(world, 'site.created', MARKER, ownerId)).toBe(3);
-    for (const [hook, hookId] of [[inactive, inactiveId], [other, otherId]] as const) {
-      await hook.waitFor(1);
-      const log = await waitForEntries(world, token, hookId, 1);
-      expect(hook.requests.map((r) => JSON.parse(r.body).data)).toEqual([MARKER]);
-      expect(log.map((e) => e.payload.data)).toEqual([MARKER]);
-    }
-  });
-
-  it("never sends one customer's events to another customer; admins' endpoints get every customer's", async () => {
-    const a = await customer(world);
-    const b = await customer(world);
-    const [hookA, hookB, hookAdmin] = await Promise.all([receiver(), receiver(), receiver()]);
-    await endpoint(world, a.token, { url: hookA.url });
-    await endpoint(world, b.token, { url: hookB.url });
-    const adminId = await endpoint(world, world.admin, { url: hookAdmin.url, events: 'subscription.created' });
-    expect(await publish(world, 'subscription.created', { subscription_id: 1, main_domain: 'a.test' }, a.id)).toBe(2);
-    expect(await publish(world, 'site.created', SITE, a.id)).toBe(1);
-    await hookA.waitFor(2);
-    await hookAdmin.waitFor(1);
-    // B's own event is the marker: an earlier delivery of A's events to B would have come first.
-    expect(await publish(world, 'site.created', { site_id: 9, domain: 'b.test' }, b.id)).toBe(1);
-    await hookB.waitFor(1);
-    expect(hookB.requests.map((r) => JSON.parse(r.body).data.domain)).toEqual(['b.test']);
-    expect(JSON.parse(hookAdmin.requests[0].body).data.main_domain).toBe('a.test');
-    // A panel-wide event (no owner) reaches admins only.
-    expect(await publish(world, 'subscription.created', { subscription_id: 2, main_domain: 'panel.test' }, null)).toBe(1);
-    await hookAdmin.waitFor(2);
-    await world.daemon.request('DELETE', `/webhooks/${adminId}`, { token: world.admin });
   });
 
   it('sends a test to an inactive endpoint and answers with the first attempt; a failed test is retried', async () => {
@@ -338,25 +239,4 @@ describe.concurrent('webhook delivery', () => {
     expect(forbidden.status).toBe(403);
   });
 
-  it('keeps a slow receiver to its own slots: other endpoints are delivered meanwhile', async () => {
-    const { id: ownerId, token } = await customer(world);
-    // The slow receiver holds every answer until the fast one has all its deliveries.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const slow = await receiver(() => ({ until: released }));
-    const fast = await receiver();
-    await endpoint(world, token, { url: slow.url, events: 'email.created' });
-    const fastId = await endpoint(world, token, { url: fast.url, events: 'email.created' });
-    await Promise.all(
-      Array.from({ length: 20 }, (_, i) => publish(world, 'email.created', { mailbox_id: i + 1, email: `m${i}@x.test` }, ownerId)),
-    );
-    await fast.waitFor(20);
-    await waitForEntries(world, token, fastId, 20);
-    // Its answers held, it cannot have seen more than its 8 slots yet.
-    expect(slow.requests.length).toBeLessThanOrEqual(8);
-    release();
-    await slow.waitFor(20);
-    expect(slow.maxConcurrent()).toBeLessThanOrEqual(8);
-    expect(slow.maxConcurrent()).toBeGreaterThan(1);
-  });
 });

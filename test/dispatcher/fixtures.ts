@@ -1,6 +1,6 @@
 // Shared set-up of the dispatcher tests: a real daemon trusting the receivers' certificate,
-// customers, endpoints, published events, and polling of delivery logs.
-import { expect } from 'vitest';
+// customers, endpoints, published events, and waiting for delivery logs.
+import { expect, vi } from 'vitest';
 import { startLoggedIn, type LoggedIn } from '../helpers/daemon.js';
 import type { ReceiverTls } from '../helpers/receiver.js';
 
@@ -59,19 +59,16 @@ export async function entries(world: World, token: string, endpointId: number): 
   return result.body.data;
 }
 
-/** Polls an endpoint's log until it holds at least `count` entries. */
+/** Waits until an endpoint's log holds at least `count` entries; answers the log. */
 export async function waitForEntries(world: World, token: string, endpointId: number, count: number, timeoutMs = 30_000): Promise<any[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const list = await entries(world, token, endpointId);
-    if (list.length >= count) return list;
-    if (Date.now() > deadline) throw new Error(`endpoint ${endpointId} has ${list.length} of ${count} log entries after ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return vi.waitFor(
+    async () => {
+      const list = await entries(world, token, endpointId);
+      expect(list.length, `endpoint ${endpointId}'s log entries`).toBeGreaterThanOrEqual(count);
+      return list;
+    },
+    { timeout: timeoutMs, interval: 100 },
+  );
 }
 
 export const SITE = { site_id: 7, domain: 'example.org' };

@@ -1,12 +1,15 @@
-// Contract: real answers of the running daemon, success and error cases of every route, checked
-// against what the served document says for that path, method and status: the body against
-// the response schema, the documented headers present, the `error` string the row expects.
+// Contract: real answers of the app (in-process, app.inject; streams over its listening port),
+// success and error cases of every route, checked against what the served document says for that
+// path, method and status: the body against the response schema, the documented headers
+// present, the `error` string the row expects.
 // Adding a route means adding rows (test/docs/contract/rows-*.ts): an operation of the document
 // without a success row, an error row, or a row for each documented status (or a stated reason)
 // fails the test. Probes send malformed ids and bodies to every operation: whatever they answer
 // must be documented too.
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type HttpResult } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import type { HttpResult } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { buildContext, credentials, send, type Ctx, type Row } from './contract/harness.js';
 import { CORE_ROWS } from './contract/rows-core.js';
@@ -29,6 +32,7 @@ const UNEXERCISED: Record<string, string> = {};
 
 describe('contract: responses match the document', () => {
   let ctx: Ctx;
+  let api: TestApp;
   let tls: ReceiverTls;
   let receiver: Receiver;
   let doc: Json;
@@ -37,13 +41,13 @@ describe('contract: responses match the document', () => {
   beforeAll(async () => {
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls);
-    const daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-    doc = await fetchDocument(daemon);
+    api = await buildTestApp({ allowPrivateWebhooks: true, webhookCa: [await readFile(tls.caFile, 'utf8')] });
+    doc = await fetchDocument(api);
     schemas = await responseSchemas(doc);
-    ctx = await buildContext(daemon, receiver.url);
+    ctx = await buildContext(Object.assign(api, { url: await api.listen() }), receiver.url);
   }, 120_000);
   afterAll(async () => {
-    await ctx?.daemon.dispose();
+    await api?.close();
     await receiver?.close();
     await tls?.dispose();
   });

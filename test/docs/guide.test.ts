@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { exampleDelivery } from '../../src/daemon/docs/webhooks.js';
 import { API_ERRORS } from '../../src/shared/errors.js';
 import { EVENT_CATALOGUE, eventType } from '../../src/shared/events.js';
@@ -115,12 +115,13 @@ async function deliver(receiver: Receiver, body: string, headers: Record<string,
   return { status: response.status, text: await response.text() };
 }
 
-async function until(predicate: () => boolean, what: string) {
-  const deadline = Date.now() + 30_000;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+function until(predicate: () => boolean, what: string): Promise<void> {
+  return vi.waitFor(
+    () => {
+      if (!predicate()) throw new Error(`timed out waiting for ${what}`);
+    },
+    { timeout: 30_000, interval: 20 },
+  );
 }
 
 async function exerciseReceiver(receiver: Receiver) {

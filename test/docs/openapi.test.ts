@@ -1,4 +1,4 @@
-// The OpenAPI document as the daemon serves it: public, valid OpenAPI 3.1, the same in YAML
+// The OpenAPI document as the app serves it (in-process, app.inject): public, valid OpenAPI 3.1, the same in YAML
 // and JSON, and complete: every /api/v1 route the app registers is in it with its security,
 // every catalogue event is described as a webhook, every registry error in the introduction.
 import { execFile } from 'node:child_process';
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ERRORS } from '../../src/shared/errors.js';
 import { EVENT_CATALOGUE } from '../../src/shared/events.js';
 import { VERSION } from '../../src/shared/version.js';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { listRoutes } from '../helpers/routes.js';
 import type { RouteSummary } from '../../src/daemon/app.js';
 import { HTTP_METHODS, fetchDocument, makeAjv, openapiPath, operations, type Json } from './openapi.js';
@@ -21,27 +21,27 @@ import { HTTP_METHODS, fetchDocument, makeAjv, openapiPath, operations, type Jso
 const EXAMPLE_SECRET = 'example-endpoint-secret';
 
 describe('OpenAPI document', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let doc: Json;
   let yamlText: string;
   let routes: RouteSummary[];
 
   beforeAll(async () => {
-    [daemon, routes] = await Promise.all([startDaemon(), listRoutes()]);
-    doc = await fetchDocument(daemon);
-    const yaml = await daemon.request('GET', '/api/docs/openapi.yaml');
+    [api, routes] = await Promise.all([buildTestApp(), listRoutes()]);
+    doc = await fetchDocument(api);
+    const yaml = await api.request('GET', '/api/docs/openapi.yaml');
     expect(yaml.status).toBe(200);
     yamlText = yaml.text;
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   it('is served as YAML and JSON without authentication', async () => {
-    const json = await daemon.request('GET', '/api/docs/openapi.json');
+    const json = await api.request('GET', '/api/docs/openapi.json');
     expect(json.status).toBe(200);
     expect(json.headers['content-type']).toMatch(/^application\/json/);
-    const yaml = await daemon.request('GET', '/api/docs/openapi.yaml');
+    const yaml = await api.request('GET', '/api/docs/openapi.yaml');
     expect(yaml.status).toBe(200);
     expect(yaml.headers['content-type']).toMatch(/^application\/yaml/);
     expect(yaml.text).toMatch(/^openapi: 3\.1\.0$/m);
@@ -190,7 +190,7 @@ describe('OpenAPI document', () => {
   it('reads the same with a YAML 1.1 loader, and its webhook examples keep signatures that verify', async () => {
     const asYaml11 = parseYaml(yamlText, { version: '1.1' });
     // A fresh copy: earlier tests sort arrays of `doc` in place.
-    expect(asYaml11).toEqual(await fetchDocument(daemon));
+    expect(asYaml11).toEqual(await fetchDocument(api));
     expect(yamlText).toMatch(/timestamp: "2025-01-15T10:30:00Z"/);
     for (const type of EVENT_CATALOGUE) {
       const post = asYaml11.webhooks[type.name].post;
@@ -223,9 +223,9 @@ describe('OpenAPI document', () => {
     expect(doc.info.description).toMatch(/405 `method not allowed`, with an `Allow`/);
   });
 
-  it('serves the reference page and its assets from the daemon itself, without authentication', async () => {
+  it('serves the reference page and its assets from the api itself, without authentication', async () => {
     for (const path of ['/api/docs', '/api/docs/']) {
-      const page = await daemon.request('GET', path);
+      const page = await api.request('GET', path);
       expect(page.status).toBe(200);
       expect(page.headers['content-type']).toMatch(/^text\/html/);
       const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
@@ -233,18 +233,18 @@ describe('OpenAPI document', () => {
       for (const asset of assets) {
         expect(asset, 'no CDN: assets come from the daemon').not.toMatch(/^(https?:)?\/\//);
         const url = asset.startsWith('/') ? asset : `/api/docs/${asset.replace(/^\.\//, '')}`;
-        const fetched = await daemon.request('GET', url);
+        const fetched = await api.request('GET', url);
         expect([url, fetched.status]).toEqual([url, 200]);
       }
     }
-    const init = await daemon.request('GET', '/api/docs/static/swagger-initializer.js');
+    const init = await api.request('GET', '/api/docs/static/swagger-initializer.js');
     expect(init.text).toContain('persistAuthorization');
     // No call to the public validator service either.
     expect(init.text).toContain('validatorUrl: null');
   });
 
   it('keeps the API itself authenticated', async () => {
-    const me = await daemon.request('GET', '/auth/me');
+    const me = await api.request('GET', '/auth/me');
     expect(me.status).toBe(401);
     expect(me.body.error).toBe('not authenticated');
   });

@@ -13,7 +13,7 @@ export function openapiPath(url: string): string {
   return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
-export async function fetchDocument(daemon: TestDaemon): Promise<Json> {
+export async function fetchDocument(daemon: Pick<TestDaemon, 'request'>): Promise<Json> {
   const response = await daemon.request('GET', '/api/docs/openapi.json');
   if (response.status !== 200) throw new Error(`openapi.json answered ${response.status}: ${response.text}`);
   return response.body;

@@ -3,7 +3,7 @@
 import { createHmac } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -56,7 +56,7 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export async function putSettings(daemon: TestDaemon, token: string, patch: Record<string, unknown>): Promise<void> {
+export async function putSettings(daemon: Pick<TestDaemon, 'request'>, token: string, patch: Record<string, unknown>): Promise<void> {
   const result = await daemon.request('PUT', '/admin/settings', { token, body: patch });
   expect(result.status, result.text).toBe(200);
 }
@@ -75,7 +75,7 @@ export interface CreatedUser {
   password: string;
 }
 
-export async function createUser(daemon: TestDaemon, adminToken: string, email: string, role = 'customer', password = 'customer-password-1'): Promise<CreatedUser> {
+export async function createUser(daemon: Pick<TestDaemon, 'request'>, adminToken: string, email: string, role = 'customer', password = 'customer-password-1'): Promise<CreatedUser> {
   const result = await daemon.request('POST', '/admin/users', { token: adminToken, body: { email, name: email.split('@')[0], password, role } });
   expect(result.status, result.text).toBe(201);
   return { id: result.body.data.id, email, password };
@@ -101,13 +101,24 @@ export async function filesContaining(dir: string, needle: string): Promise<stri
   return hits;
 }
 
-/** Polls until `probe` returns a value (not undefined), or fails after `timeoutMs` (generous: a busy machine is slow, not wrong). */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+/** Waits until `probe` returns a value (not undefined), or fails after `timeoutMs` (generous: a busy machine is slow, not wrong). */
+export function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await probe();
+      if (value === undefined) throw new Error(`timed out waiting for ${what}`);
+      return value;
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
+}
+
+/**
+ * Puts an in-process app's clock a second into the next TOTP step, so a short sequence of codes
+ * sees no step change (the clock flows on from there); returns that step.
+ */
+export function freshStep(clock: { now(): number; set(epochMs: number): void }): number {
+  const step = currentStep(clock.now()) + 1;
+  clock.set(step * STEP_SECONDS * 1000 + 1000);
+  return step;
 }

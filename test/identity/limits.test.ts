@@ -1,9 +1,10 @@
-// Request limits against the real daemon: variant A (request-rate windows with X-RateLimit
-// headers), variant B (the per-IP failure counter and lockout), the mode setting, live setting
-// changes, and both surviving a restart.
+// Request limits: variant A (request-rate windows with X-RateLimit headers), variant B (the
+// per-IP failure counter and lockout), the mode setting and live setting changes through the app
+// in-process (app.inject); both surviving a crash on a real daemon, killed with SIGKILL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
-import { awayFromStepEdge, createUser, currentStep, putSettings, totpAt } from './helpers.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
+import { createUser, currentStep, freshStep, putSettings, totpAt } from './helpers.js';
 
 const header = (result: HttpResult, name: string) => {
   const value = result.headers[name];
@@ -23,47 +24,48 @@ function expectLimitHeaders(result: HttpResult, limit: number) {
 }
 
 describe('variant A: request-rate limits', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
   // Admins are limited like everyone: tests that lower the per-user limit change it through an
   // admin account that has made (almost) no requests in the current window.
   const ops: Array<{ email: string; password: string }> = [];
-  const opsToken = (i: number) => daemon.login(ops[i].email, ops[i].password);
+  const opsToken = (i: number) => api.login(ops[i].email, ops[i].password);
 
   beforeAll(async () => {
-    ({ daemon, admin } = await startLoggedIn());
-    for (const i of [0, 1]) ops.push(await createUser(daemon, admin, `ops${i}@example.com`, 'admin'));
+    api = await buildTestApp();
+    admin = await api.login();
+    for (const i of [0, 1]) ops.push(await createUser(api, admin, `ops${i}@example.com`, 'admin'));
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   it('puts X-RateLimit-Limit/Remaining/Reset (Unix seconds) on every /api/v1 answer, with the default limits', async () => {
-    const me = await daemon.request('GET', '/auth/me', { token: admin });
+    const me = await api.request('GET', '/auth/me', { token: admin });
     expect(me.status).toBe(200);
     expectLimitHeaders(me, 120);
     for (const result of [
-      await daemon.request('GET', '/auth/me'), // 401
-      await daemon.request('GET', '/no/such/path', { token: admin }), // 404
-      await daemon.request('POST', '/admin/users', { token: admin, body: {} }), // 400
+      await api.request('GET', '/auth/me'), // 401
+      await api.request('GET', '/no/such/path', { token: admin }), // 404
+      await api.request('POST', '/admin/users', { token: admin, body: {} }), // 400
     ]) {
       expect(result.status).toBeGreaterThanOrEqual(400);
       expectLimitHeaders(result, 120);
     }
-    const login = await daemon.request('POST', '/auth/login', { body: { email: 'nobody@example.com', password: 'x' } });
+    const login = await api.request('POST', '/auth/login', { body: { email: 'nobody@example.com', password: 'x' } });
     expectLimitHeaders(login, 10);
-    const forgot = await daemon.request('POST', '/auth/forgot-password', { body: { email: 'nobody@example.com' } });
+    const forgot = await api.request('POST', '/auth/forgot-password', { body: { email: 'nobody@example.com' } });
     expectLimitHeaders(forgot, 5);
     // Documented exemption: liveness checks are not counted.
-    expect((await daemon.request('GET', '/health')).headers['x-ratelimit-limit']).toBeUndefined();
+    expect((await api.request('GET', '/health')).headers['x-ratelimit-limit']).toBeUndefined();
   });
 
   it('limits /auth/login per IP and answers 429 `rate limit exceeded` with Retry-After', async () => {
-    await putSettings(daemon, admin, { rate_limit_login_per_minute: 3 });
+    await putSettings(api, admin, { rate_limit_login_per_minute: 3 });
     let last: HttpResult | undefined;
     const remainings: number[] = [];
     for (let i = 0; i < 10; i++) {
-      last = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+      last = await api.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
       if (last.status === 429) break;
       expect(last.status).toBe(200);
       remainings.push(expectLimitHeaders(last, 3).remaining);
@@ -82,20 +84,20 @@ describe('variant A: request-rate limits', () => {
     expect(remainings).toEqual([...remainings].sort((a, b) => b - a));
 
     // Other routes have their own windows: still served.
-    expect((await daemon.request('GET', '/auth/me', { token: admin })).status).toBe(200);
+    expect((await api.request('GET', '/auth/me', { token: admin })).status).toBe(200);
     // Raising the limit applies at once, without a restart.
-    await putSettings(daemon, admin, { rate_limit_login_per_minute: 1000 });
-    const after = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+    await putSettings(api, admin, { rate_limit_login_per_minute: 1000 });
+    const after = await api.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
     expect(after.status).toBe(200);
     expectLimitHeaders(after, 1000);
   });
 
   it('limits forgot and reset password together per IP', async () => {
-    await putSettings(daemon, admin, { rate_limit_reset_per_minute: 2, rate_limit_mode: 'requests' });
+    await putSettings(api, admin, { rate_limit_reset_per_minute: 2, rate_limit_mode: 'requests' });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const forgot = await daemon.request('POST', '/auth/forgot-password', { body: { email: 'nobody@example.com' } });
-      const reset = await daemon.request('POST', '/auth/reset-password', { body: { token: 'A'.repeat(43), password: 'long-enough-1' } });
+      const forgot = await api.request('POST', '/auth/forgot-password', { body: { email: 'nobody@example.com' } });
+      const reset = await api.request('POST', '/auth/reset-password', { body: { token: 'A'.repeat(43), password: 'long-enough-1' } });
       statuses.push(forgot.status, reset.status);
       if (reset.status === 429) {
         expect(reset.body.error).toBe('rate limit exceeded');
@@ -105,87 +107,93 @@ describe('variant A: request-rate limits', () => {
     // The earlier forgot-password call of this window (limit then 5) may have used one of the two.
     expect(statuses.filter((s) => s !== 429).length).toBeLessThanOrEqual(2);
     expect(statuses.at(-1)).toBe(429);
-    await putSettings(daemon, admin, { rate_limit_reset_per_minute: 1000 });
-    expect((await daemon.request('POST', '/auth/forgot-password', { body: { email: 'nobody@example.com' } })).status).toBe(200);
+    await putSettings(api, admin, { rate_limit_reset_per_minute: 1000 });
+    expect((await api.request('POST', '/auth/forgot-password', { body: { email: 'nobody@example.com' } })).status).toBe(200);
   });
 
-  it('limits everything else per user (JWT and key alike), applies a lowered limit at once, and keeps windows across a restart', async () => {
-    const user = await createUser(daemon, admin, 'busy@example.com');
-    const jwt = await daemon.login(user.email, user.password);
-    const key = (await daemon.request('POST', '/auth/api-keys', { token: jwt, body: { name: 'busy' } })).body.data.key;
+  it('limits everything else per user (JWT and key alike), and applies a lowered limit at once', async () => {
+    const user = await createUser(api, admin, 'busy@example.com');
+    const jwt = await api.login(user.email, user.password);
+    const key = (await api.request('POST', '/auth/api-keys', { token: jwt, body: { name: 'busy' } })).body.data.key;
 
-    const before = await daemon.request('GET', '/auth/me', { token: jwt });
+    const before = await api.request('GET', '/auth/me', { token: jwt });
     expectLimitHeaders(before, 120);
     let opsAdmin = await opsToken(0);
-    await putSettings(daemon, opsAdmin, { rate_limit_user_per_minute: 6 });
-    const first = await daemon.request('GET', '/auth/me', { token: key });
+    await putSettings(api, opsAdmin, { rate_limit_user_per_minute: 6 });
+    const first = await api.request('GET', '/auth/me', { token: key });
     const { remaining: r1, reset } = expectLimitHeaders(first, 6);
     // JWT and key count against the same per-user window.
-    const second = await daemon.request('GET', '/auth/me', { token: jwt });
+    const second = await api.request('GET', '/auth/me', { token: jwt });
     expect(expectLimitHeaders(second, 6).remaining).toBe(r1 - 1);
 
-    // The window survives a crash. Request windows are written without waiting; a later
-    // acknowledged (durable) write carries them to disk with it, so it is the marker to crash after.
-    await createUser(daemon, await opsToken(1), 'window-marker@example.com');
-    daemon = await daemon.restart();
-    const resumed = await daemon.request('GET', '/auth/me', { token: jwt });
+    const resumed = await api.request('GET', '/auth/me', { token: jwt });
     expect(resumed.status).toBe(200);
     const { remaining: r3, reset: reset3 } = expectLimitHeaders(resumed, 6);
     expect(r3).toBe(r1 - 2);
     expect(reset3).toBe(reset);
+    // (That the window survives a crash: 'variant B and request windows across a crash' below.)
 
     let last = resumed;
-    for (let i = 0; i < 10 && last.status !== 429; i++) last = await daemon.request('GET', '/auth/me', { headers: { 'x-api-key': key } });
+    for (let i = 0; i < 10 && last.status !== 429; i++) last = await api.request('GET', '/auth/me', { headers: { 'x-api-key': key } });
     expect(last.status).toBe(429);
     expect(last.body).toEqual({ data: null, error: 'rate limit exceeded', message: expect.any(String) });
     expect(header(last, 'retry-after')).toBeGreaterThanOrEqual(1);
-    expect((await daemon.request('GET', '/auth/me', { token: jwt })).status).toBe(429);
+    expect((await api.request('GET', '/auth/me', { token: jwt })).status).toBe(429);
 
     // Another user is not affected, and an admin can raise the limit without a restart.
     opsAdmin = await opsToken(0);
-    expect((await daemon.request('GET', '/auth/me', { token: opsAdmin })).status).toBe(200);
-    await putSettings(daemon, opsAdmin, { rate_limit_user_per_minute: 120 });
-    const raised = await daemon.request('GET', '/auth/me', { token: jwt });
+    expect((await api.request('GET', '/auth/me', { token: opsAdmin })).status).toBe(200);
+    await putSettings(api, opsAdmin, { rate_limit_user_per_minute: 120 });
+    const raised = await api.request('GET', '/auth/me', { token: jwt });
     expect(raised.status).toBe(200);
     expectLimitHeaders(raised, 120);
   });
 
   it('limits unauthenticated callers per IP', async () => {
     const opsAdmin = await opsToken(1);
-    await putSettings(daemon, opsAdmin, { rate_limit_user_per_minute: 3 });
+    await putSettings(api, opsAdmin, { rate_limit_user_per_minute: 3 });
     let last: HttpResult | undefined;
     for (let i = 0; i < 6; i++) {
-      last = await daemon.request('GET', '/auth/me');
+      last = await api.request('GET', '/auth/me');
       if (last.status === 429) break;
       expect(last.status).toBe(401);
     }
     expect(last!.status).toBe(429);
     expect(last!.body.error).toBe('rate limit exceeded');
     // A signed-in user's window is separate from the IP's.
-    await putSettings(daemon, opsAdmin, { rate_limit_user_per_minute: 120 });
+    await putSettings(api, opsAdmin, { rate_limit_user_per_minute: 120 });
   });
 
   it('has no request-rate limit and no headers in `lockout` mode', async () => {
-    await putSettings(daemon, admin, { rate_limit_mode: 'lockout', rate_limit_user_per_minute: 2, login_max_attempts: 1000 });
+    await putSettings(api, admin, { rate_limit_mode: 'lockout', rate_limit_user_per_minute: 2, login_max_attempts: 1000 });
     for (let i = 0; i < 5; i++) {
-      const result = await daemon.request('GET', '/auth/me', { token: admin });
+      const result = await api.request('GET', '/auth/me', { token: admin });
       expect(result.status).toBe(200);
       expect(result.headers['x-ratelimit-limit']).toBeUndefined();
       expect(result.headers['x-ratelimit-remaining']).toBeUndefined();
     }
-    await putSettings(daemon, admin, { rate_limit_mode: 'both', rate_limit_user_per_minute: 120 });
-    expectLimitHeaders(await daemon.request('GET', '/auth/me', { token: admin }), 120);
+    await putSettings(api, admin, { rate_limit_mode: 'both', rate_limit_user_per_minute: 120 });
+    expectLimitHeaders(await api.request('GET', '/auth/me', { token: admin }), 120);
   });
 });
 
-describe('variant B: lockout after failed attempts', () => {
+describe('variant B and request windows across a crash', () => {
   let daemon: TestDaemon;
   let admin: string;
+  // A customer's window of requests, kept across the crash; changed through another admin's
+  // window (admins are limited like everyone).
+  let busy: { jwt: string; key: string; ops: string };
 
   beforeAll(async () => {
     ({ daemon, admin } = await startLoggedIn());
     // Default thresholds (5 attempts, 15 minutes); request windows out of the way.
     await putSettings(daemon, admin, { rate_limit_login_per_minute: 1000, rate_limit_reset_per_minute: 1000 });
+    // Signed in before the IP is locked out below.
+    const user = await createUser(daemon, admin, 'busy@example.com');
+    const ops = await createUser(daemon, admin, 'ops@example.com', 'admin');
+    const jwt = await daemon.login(user.email, user.password);
+    const key = (await daemon.request('POST', '/auth/api-keys', { token: jwt, body: { name: 'busy' } })).body.data.key;
+    busy = { jwt, key, ops: await daemon.login(ops.email, ops.password) };
   });
   afterAll(async () => {
     await daemon?.dispose();
@@ -221,7 +229,14 @@ describe('variant B: lockout after failed attempts', () => {
     expect((await daemon.request('GET', '/auth/me', { token: admin })).status).toBe(200);
   });
 
-  it('still answers 429 after a restart (crash), with the wait counting down', async () => {
+  it('still answers 429 after a restart (crash), with the wait counting down; a request window goes on where it was', async () => {
+    await putSettings(daemon, busy.ops, { rate_limit_user_per_minute: 6 });
+    const { remaining: r1, reset } = expectLimitHeaders(await daemon.request('GET', '/auth/me', { token: busy.key }), 6);
+    expect(expectLimitHeaders(await daemon.request('GET', '/auth/me', { token: busy.jwt }), 6).remaining).toBe(r1 - 1);
+    // Request windows are written without waiting; a later acknowledged (durable) write carries
+    // them to disk with it, so it is the marker to crash after.
+    await createUser(daemon, busy.ops, 'window-marker@example.com');
+
     const before = (await login(ADMIN_PASSWORD)).body.data.remaining_seconds;
     const answered = Date.now();
     // After a crash the daemon counts down to the lock's stored end (not a fresh 15 minutes):
@@ -231,6 +246,13 @@ describe('variant B: lockout after failed attempts', () => {
     const seconds = expectLocked(await login(ADMIN_PASSWORD), before);
     expect(seconds).toBeLessThanOrEqual(before - Math.floor((sent - answered) / 1000));
     expect(seconds).toBeGreaterThan(900 - 120);
+
+    const resumed = await daemon.request('GET', '/auth/me', { token: busy.jwt });
+    expect(resumed.status).toBe(200);
+    const { remaining: r3, reset: reset3 } = expectLimitHeaders(resumed, 6);
+    expect(r3).toBe(r1 - 2);
+    expect(reset3).toBe(reset);
+    await putSettings(daemon, busy.ops, { rate_limit_user_per_minute: 120 });
   });
 
   it('is not enforced in `requests` mode, and is again (still locked) when switched back', async () => {
@@ -245,38 +267,39 @@ describe('variant B: lockout after failed attempts', () => {
 });
 
 describe('variant B: what counts as a failed attempt', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
 
   beforeAll(async () => {
-    ({ daemon, admin } = await startLoggedIn({ settings: { rate_limit_mode: 'lockout', login_max_attempts: 4, login_lockout_minutes: 2 } }));
+    api = await buildTestApp({ settings: { rate_limit_mode: 'lockout', login_max_attempts: 4, login_lockout_minutes: 2 } });
+    admin = await api.login();
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   it('counts a wrong TOTP code, every forgot-password request and a refused reset token; a success does not reset the count', async () => {
-    await awayFromStepEdge();
-    const user = await createUser(daemon, admin, 'counted@example.com');
-    const jwt = await daemon.login(user.email, user.password);
-    const { secret } = (await daemon.request('POST', '/auth/2fa/setup', { token: jwt })).body.data;
-    const s = currentStep();
-    expect((await daemon.request('POST', '/auth/2fa/enable', { token: jwt, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
+    freshStep(api.clock);
+    const user = await createUser(api, admin, 'counted@example.com');
+    const jwt = await api.login(user.email, user.password);
+    const { secret } = (await api.request('POST', '/auth/2fa/setup', { token: jwt })).body.data;
+    const s = currentStep(api.clock.now());
+    expect((await api.request('POST', '/auth/2fa/enable', { token: jwt, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
     const body = (totp_code?: string) => ({ email: user.email, password: user.password, ...(totp_code ? { totp_code } : {}) });
 
     // Asking for the code is not a failure.
-    for (let i = 0; i < 5; i++) expect((await daemon.request('POST', '/auth/login', { body: body() })).body.error).toBe('2fa_required');
+    for (let i = 0; i < 5; i++) expect((await api.request('POST', '/auth/login', { body: body() })).body.error).toBe('2fa_required');
     // 1: a wrong code.
-    expect((await daemon.request('POST', '/auth/login', { body: body(totpAt(secret, s + 4)) })).body.error).toBe('invalid totp code');
+    expect((await api.request('POST', '/auth/login', { body: body(totpAt(secret, s + 4)) })).body.error).toBe('invalid totp code');
     // A success in between does not clear the counter.
-    expect((await daemon.request('POST', '/auth/login', { body: body(totpAt(secret, s)) })).status).toBe(200);
+    expect((await api.request('POST', '/auth/login', { body: body(totpAt(secret, s)) })).status).toBe(200);
     // 2: a forgot-password request (whatever the email); 3: a refused reset token.
-    expect((await daemon.request('POST', '/auth/forgot-password', { body: { email: 'whoever@example.com' } })).status).toBe(200);
-    expect((await daemon.request('POST', '/auth/reset-password', { body: { token: 'B'.repeat(43), password: 'long-enough-1' } })).status).toBe(400);
+    expect((await api.request('POST', '/auth/forgot-password', { body: { email: 'whoever@example.com' } })).status).toBe(200);
+    expect((await api.request('POST', '/auth/reset-password', { body: { token: 'B'.repeat(43), password: 'long-enough-1' } })).status).toBe(400);
     // 4: a wrong password reaches login_max_attempts (4) and locks for login_lockout_minutes (2).
-    expect((await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'nope-nope' } })).status).toBe(401);
+    expect((await api.request('POST', '/auth/login', { body: { email: user.email, password: 'nope-nope' } })).status).toBe(401);
 
-    const locked = await daemon.request('POST', '/auth/login', { body: body(totpAt(secret, s + 1)) });
+    const locked = await api.request('POST', '/auth/login', { body: body(totpAt(secret, s + 1)) });
     expect(locked.status).toBe(429);
     expect(locked.body.error).toBe('too_many_attempts');
     expect(locked.body.data.remaining_seconds).toBeGreaterThan(120 - 30);
@@ -289,20 +312,20 @@ describe('variant B: what counts as a failed attempt', () => {
 });
 
 describe('variant B under concurrency', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
-    const admin = await daemon.login();
-    await putSettings(daemon, admin, { rate_limit_mode: 'lockout', login_max_attempts: 5, login_lockout_minutes: 15 });
+    api = await buildTestApp();
+    const admin = await api.login();
+    await putSettings(api, admin, { rate_limit_mode: 'lockout', login_max_attempts: 5, login_lockout_minutes: 15 });
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   it('evaluates at most login_max_attempts of 150 concurrent wrong logins from one IP (401); the rest are 429', async () => {
     const results = await Promise.all(
-      Array.from({ length: 150 }, () => daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: 'wrong-password' } })),
+      Array.from({ length: 150 }, () => api.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: 'wrong-password' } })),
     );
     const refused = results.filter((r) => r.status === 401);
     const locked = results.filter((r) => r.status === 429);
@@ -316,7 +339,7 @@ describe('variant B under concurrency', () => {
       expect(header(r, 'retry-after')).toBe(r.body.data.remaining_seconds);
     }
     // Locked now: the right password is refused too.
-    const after = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+    const after = await api.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
     expect([after.status, after.body.error]).toEqual([429, 'too_many_attempts']);
     console.log(`lockout under concurrency: ${refused.length} evaluated (401), ${locked.length} refused (429)`);
   });

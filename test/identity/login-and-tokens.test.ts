@@ -1,25 +1,25 @@
-// Login, JWTs and users over HTTPS against the real daemon: the token's shape and lifetime,
-// one answer for unknown emails and wrong passwords, and every kind of bad token refused.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+// Login, JWTs and users through the app in-process (app.inject): the token's shape and
+// lifetime, one answer for unknown emails and wrong passwords, and every kind of bad token refused.
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, jwtSecretOf, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD } from '../helpers/daemon.js';
 import { RELAXED, createUser, putSettings } from './helpers.js';
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 describe('login, JWTs and users', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
   let secret: Uint8Array;
 
   beforeAll(async () => {
-    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
-    secret = new TextEncoder().encode(await jwtSecretOf(daemon));
+    api = await buildTestApp({ settings: RELAXED });
+    admin = await api.login();
+    secret = api.jwtSecret;
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   /** A token signed with the daemon's own secret, to show the refusals below are for the defect named. */
@@ -27,7 +27,7 @@ describe('login, JWTs and users', () => {
     new SignJWT(claims).setProtectedHeader({ alg, typ: 'JWT' }).sign(key);
 
   it('logs in with email and password: an HS256 JWT with sub, role, iat, exp, jti, gen, and the user', async () => {
-    const result = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+    const result = await api.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
     expect(result.status).toBe(200);
     expect(result.body).toEqual({
       data: { token: expect.any(String), user: { id: 1, email: ADMIN_EMAIL, name: 'Administrator', role: 'admin' } },
@@ -43,18 +43,18 @@ describe('login, JWTs and users', () => {
   });
 
   it('takes the JWT lifetime from jwt_ttl_seconds, changed without a restart', async () => {
-    await putSettings(daemon, admin, { jwt_ttl_seconds: 120 });
+    await putSettings(api, admin, { jwt_ttl_seconds: 120 });
     try {
-      const claims = decodeJwt(await daemon.login());
+      const claims = decodeJwt(await api.login());
       expect(claims.exp! - claims.iat!).toBe(120);
     } finally {
-      await putSettings(daemon, admin, { jwt_ttl_seconds: 86_400 });
+      await putSettings(api, admin, { jwt_ttl_seconds: 86_400 });
     }
   });
 
   it('answers an unknown email and a wrong password identically, in about the same time', async () => {
-    const unknown = await daemon.request('POST', '/auth/login', { body: { email: 'nobody@example.com', password: ADMIN_PASSWORD } });
-    const wrong = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: 'not-the-password' } });
+    const unknown = await api.request('POST', '/auth/login', { body: { email: 'nobody@example.com', password: ADMIN_PASSWORD } });
+    const wrong = await api.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: 'not-the-password' } });
     for (const result of [unknown, wrong]) {
       expect(result.status).toBe(401);
       expect(result.body).toEqual({ data: null, error: 'invalid credentials', message: 'email or password is wrong' });
@@ -63,7 +63,7 @@ describe('login, JWTs and users', () => {
     // Both paths verify one scrypt hash; without the dummy hash an unknown email answers ~50x faster.
     const time = async (email: string) => {
       const start = process.hrtime.bigint();
-      await daemon.request('POST', '/auth/login', { body: { email, password: 'guess-guess-guess' } });
+      await api.request('POST', '/auth/login', { body: { email, password: 'guess-guess-guess' } });
       return Number(process.hrtime.bigint() - start) / 1e6;
     };
     const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -79,19 +79,19 @@ describe('login, JWTs and users', () => {
   });
 
   it('matches the email case-insensitively', async () => {
-    const result = await daemon.request('POST', '/auth/login', { body: { email: ' Admin@LOCALHOST ', password: ADMIN_PASSWORD } });
+    const result = await api.request('POST', '/auth/login', { body: { email: ' Admin@LOCALHOST ', password: ADMIN_PASSWORD } });
     expect(result.status).toBe(200);
   });
 
   it('shows the caller on /auth/me', async () => {
-    const me = await daemon.request('GET', '/auth/me', { token: admin });
+    const me = await api.request('GET', '/auth/me', { token: admin });
     expect(me.status).toBe(200);
     expect(me.body.data).toEqual({ id: 1, email: ADMIN_EMAIL, name: 'Administrator', role: 'admin', two_factor_enabled: false, created_at: expect.any(String) });
   });
 
   it('answers 401 `not authenticated` without credentials or with a malformed header', async () => {
     for (const headers of [{}, { authorization: 'Basic YWRtaW46eA==' }, { authorization: 'Bearer' }] as Array<Record<string, string>>) {
-      const result = await daemon.request('GET', '/auth/me', { headers });
+      const result = await api.request('GET', '/auth/me', { headers });
       expect(result.status).toBe(401);
       expect(result.body).toEqual({ data: null, error: 'not authenticated', message: expect.stringMatching(/authentication required/) });
     }
@@ -100,14 +100,14 @@ describe('login, JWTs and users', () => {
   it('accepts a well-formed token signed with the data directory secret (control for the refusals)', async () => {
     const now = Math.floor(Date.now() / 1000);
     const token = await signed({ sub: '1', role: 'admin', iat: now, exp: now + 60, jti: 'control' });
-    expect((await daemon.request('GET', '/auth/me', { token })).status).toBe(200);
+    expect((await api.request('GET', '/auth/me', { token })).status).toBe(200);
   });
 
   it('refuses a forged `alg: none` token', async () => {
     const now = Math.floor(Date.now() / 1000);
     const payload = { sub: '1', role: 'admin', iat: now, exp: now + 3600, jti: 'forged' };
     for (const token of [`${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(payload)}.`, `${b64url({ alg: 'none' })}.${b64url(payload)}`]) {
-      const result = await daemon.request('GET', '/auth/me', { token });
+      const result = await api.request('GET', '/auth/me', { token });
       expect(result.status).toBe(401);
       expect(result.body.error).toBe('not authenticated');
     }
@@ -116,7 +116,7 @@ describe('login, JWTs and users', () => {
   it('refuses a token signed with another key', async () => {
     const now = Math.floor(Date.now() / 1000);
     const token = await signed({ sub: '1', role: 'admin', iat: now, exp: now + 3600, jti: 'other' }, 'HS256', new TextEncoder().encode('another-secret-of-sufficient-length-000'));
-    const result = await daemon.request('GET', '/admin/users', { token });
+    const result = await api.request('GET', '/admin/users', { token });
     expect(result.status).toBe(401);
     expect(result.body).toEqual({ data: null, error: 'not authenticated', message: expect.stringContaining('invalid token') });
   });
@@ -124,32 +124,32 @@ describe('login, JWTs and users', () => {
   it('refuses a token with the right key but another algorithm (HS512): the algorithm is pinned', async () => {
     const now = Math.floor(Date.now() / 1000);
     const token = await signed({ sub: '1', role: 'admin', iat: now, exp: now + 3600, jti: 'hs512' }, 'HS512');
-    expect((await daemon.request('GET', '/auth/me', { token })).status).toBe(401);
+    expect((await api.request('GET', '/auth/me', { token })).status).toBe(401);
   });
 
   it('refuses an expired token, saying so', async () => {
     const now = Math.floor(Date.now() / 1000);
     const token = await signed({ sub: '1', role: 'admin', iat: now - 7200, exp: now - 10, jti: 'expired' });
-    const result = await daemon.request('GET', '/auth/me', { token });
+    const result = await api.request('GET', '/auth/me', { token });
     expect(result.status).toBe(401);
     expect(result.body).toEqual({ data: null, error: 'not authenticated', message: expect.stringContaining('expired') });
   });
 
   it('refuses a tampered payload (role raised) and a token missing a required claim', async () => {
-    const customer = await createUser(daemon, admin, 'tamper@example.com');
-    const token = await daemon.login(customer.email, customer.password);
+    const customer = await createUser(api, admin, 'tamper@example.com');
+    const token = await api.login(customer.email, customer.password);
     const [header, , signature] = token.split('.');
     const raised = { ...decodeJwt(token), role: 'admin' };
     const tampered = `${header}.${b64url(raised)}.${signature}`;
-    expect((await daemon.request('GET', '/admin/users', { token: tampered })).status).toBe(401);
+    expect((await api.request('GET', '/admin/users', { token: tampered })).status).toBe(401);
 
     const now = Math.floor(Date.now() / 1000);
     const noJti = await signed({ sub: '1', role: 'admin', iat: now, exp: now + 60 });
-    expect((await daemon.request('GET', '/auth/me', { token: noJti })).status).toBe(401);
+    expect((await api.request('GET', '/auth/me', { token: noJti })).status).toBe(401);
   });
 
   it('manages users as admin: create (201), duplicate email (409), customer refused (403), delete (200, then 404)', async () => {
-    const created = await daemon.request('POST', '/admin/users', {
+    const created = await api.request('POST', '/admin/users', {
       token: admin,
       body: { email: 'Carol@Example.com', name: 'Carol', password: 'carol-password', role: 'customer' },
     });
@@ -157,53 +157,53 @@ describe('login, JWTs and users', () => {
     expect(created.body.data).toEqual({ id: expect.any(Number), email: 'carol@example.com', name: 'Carol', role: 'customer', two_factor_enabled: false, created_at: expect.any(String) });
     expect(created.text).not.toContain('password');
 
-    const duplicate = await daemon.request('POST', '/admin/users', {
+    const duplicate = await api.request('POST', '/admin/users', {
       token: admin,
       body: { email: 'carol@example.com', name: 'Carol 2', password: 'carol-password', role: 'customer' },
     });
     expect(duplicate.status).toBe(409);
     expect(duplicate.body.error).toBe('conflict');
 
-    const carol = await daemon.login('carol@example.com', 'carol-password');
+    const carol = await api.login('carol@example.com', 'carol-password');
     expect(decodeJwt(carol)).toMatchObject({ sub: String(created.body.data.id), role: 'customer' });
     for (const [method, path] of [['GET', '/admin/users'], ['DELETE', '/admin/users/1'], ['GET', '/admin/settings']] as const) {
-      const result = await daemon.request(method, path, { token: carol });
+      const result = await api.request(method, path, { token: carol });
       expect([path, result.status, result.body.error]).toEqual([path, 403, 'forbidden']);
     }
 
-    const list = await daemon.request('GET', '/admin/users', { token: admin });
+    const list = await api.request('GET', '/admin/users', { token: admin });
     expect(list.body.data.map((u: { email: string }) => u.email)).toContain('carol@example.com');
     expect(list.text).not.toMatch(/password_hash|totp_secret|scrypt/);
 
-    const removed = await daemon.request('DELETE', `/admin/users/${created.body.data.id}`, { token: admin });
+    const removed = await api.request('DELETE', `/admin/users/${created.body.data.id}`, { token: admin });
     expect(removed.status).toBe(200);
     expect(removed.body.data).toEqual({ id: created.body.data.id });
     // The deleted user's token stops working at once.
-    const after = await daemon.request('GET', '/auth/me', { token: carol });
+    const after = await api.request('GET', '/auth/me', { token: carol });
     expect(after.status).toBe(401);
     expect(after.body.message).toContain('no longer exists');
-    expect((await daemon.request('DELETE', `/admin/users/${created.body.data.id}`, { token: admin })).status).toBe(404);
+    expect((await api.request('DELETE', `/admin/users/${created.body.data.id}`, { token: admin })).status).toBe(404);
   });
 
   it('logs out: POST /auth/logout revokes the presented JWT only; an API key cannot log out', async () => {
-    const session = await daemon.login();
-    const other = await daemon.login();
-    expect((await daemon.request('GET', '/auth/me', { token: session })).status).toBe(200);
-    const out = await daemon.request('POST', '/auth/logout', { token: session });
+    const session = await api.login();
+    const other = await api.login();
+    expect((await api.request('GET', '/auth/me', { token: session })).status).toBe(200);
+    const out = await api.request('POST', '/auth/logout', { token: session });
     expect([out.status, out.body.data, out.body.error]).toEqual([200, null, null]);
     for (const path of ['/auth/me', '/webhooks']) {
-      const refused = await daemon.request('GET', path, { token: session });
+      const refused = await api.request('GET', path, { token: session });
       expect([path, refused.status, refused.body.error]).toEqual([path, 401, 'not authenticated']);
       expect(refused.body.message).toContain('logged out');
     }
     // Logging out again with the revoked token is refused like any other request.
-    expect((await daemon.request('POST', '/auth/logout', { token: session })).status).toBe(401);
+    expect((await api.request('POST', '/auth/logout', { token: session })).status).toBe(401);
     // Another session of the same user goes on.
-    expect((await daemon.request('GET', '/auth/me', { token: other })).status).toBe(200);
+    expect((await api.request('GET', '/auth/me', { token: other })).status).toBe(200);
 
-    const key = (await daemon.request('POST', '/auth/api-keys', { token: other, body: { name: 'no-logout' } })).body.data.key;
-    const withKey = await daemon.request('POST', '/auth/logout', { token: key });
+    const key = (await api.request('POST', '/auth/api-keys', { token: other, body: { name: 'no-logout' } })).body.data.key;
+    const withKey = await api.request('POST', '/auth/logout', { token: key });
     expect([withKey.status, withKey.body.error]).toEqual([403, 'jwt required']);
-    expect((await daemon.request('GET', '/auth/me', { token: key })).status).toBe(200);
+    expect((await api.request('GET', '/auth/me', { token: key })).status).toBe(200);
   });
 });

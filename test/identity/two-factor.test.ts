@@ -1,9 +1,12 @@
-// TOTP 2FA against the real daemon, with codes from the test's own RFC 6238 implementation
-// (node:crypto), so the daemon is checked against the standard rather than against otplib.
+// TOTP 2FA, with codes from the test's own RFC 6238 implementation (node:crypto), so the daemon
+// is checked against the standard rather than against otplib: the routes in-process (app.inject,
+// the clock put at the start of a step); the per-account lock on a real daemon, whose point is
+// many client addresses at once and a lock that outlives a crash.
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
-import { RELAXED, awayFromStepEdge, createUser, currentStep, hotp, totpAt, type CreatedUser } from './helpers.js';
+import { RELAXED, awayFromStepEdge, createUser, currentStep, freshStep, hotp, totpAt, type CreatedUser } from './helpers.js';
 
 describe('the test TOTP implementation', () => {
   it('matches the RFC 6238 SHA-1 test vectors', () => {
@@ -16,24 +19,25 @@ describe('the test TOTP implementation', () => {
 });
 
 describe('two-factor authentication', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
 
   beforeAll(async () => {
-    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED }));
+    api = await buildTestApp({ settings: RELAXED });
+    admin = await api.login();
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   const login = (user: CreatedUser, totp_code?: string) =>
-    daemon.request('POST', '/auth/login', { body: { email: user.email, password: user.password, ...(totp_code ? { totp_code } : {}) } });
+    api.request('POST', '/auth/login', { body: { email: user.email, password: user.password, ...(totp_code ? { totp_code } : {}) } });
 
   /** Sets up 2FA for a fresh user and returns the secret (not yet enabled). */
   const setUp = async (email: string) => {
-    const user = await createUser(daemon, admin, email);
-    const token = await daemon.login(user.email, user.password);
-    const setup = await daemon.request('POST', '/auth/2fa/setup', { token });
+    const user = await createUser(api, admin, email);
+    const token = await api.login(user.email, user.password);
+    const setup = await api.request('POST', '/auth/2fa/setup', { token });
     expect(setup.status, setup.text).toBe(200);
     return { user, token, secret: setup.body.data.secret as string, setup };
   };
@@ -49,25 +53,25 @@ describe('two-factor authentication', () => {
     expect(decodeURIComponent(url.pathname)).toContain('pending@example.com');
 
     expect((await login(user)).status).toBe(200);
-    expect((await daemon.request('GET', '/auth/me', { token })).body.data.two_factor_enabled).toBe(false);
+    expect((await api.request('GET', '/auth/me', { token })).body.data.two_factor_enabled).toBe(false);
     // Nothing to disable yet.
-    expect((await daemon.request('POST', '/auth/2fa/disable', { token, body: { totp_code: totpAt(secret, currentStep()) } })).status).toBe(409);
+    expect((await api.request('POST', '/auth/2fa/disable', { token, body: { totp_code: totpAt(secret, currentStep(api.clock.now())) } })).status).toBe(409);
   });
 
   it('enables with a current code, then asks for one at login: 2fa_required, invalid totp code, replay refused', async () => {
-    await awayFromStepEdge();
+    freshStep(api.clock);
     const { user, token, secret } = await setUp('totp@example.com');
-    const s = currentStep();
+    const s = currentStep(api.clock.now());
 
-    const wrongEnable = await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s + 3) } });
+    const wrongEnable = await api.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s + 3) } });
     expect(wrongEnable.status).toBe(401);
     expect(wrongEnable.body.error).toBe('invalid totp code');
 
-    const enable = await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s) } });
+    const enable = await api.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s) } });
     expect(enable.status).toBe(200);
     expect(enable.body.data).toEqual({ two_factor_enabled: true });
-    expect((await daemon.request('GET', '/auth/me', { token })).body.data.two_factor_enabled).toBe(true);
-    expect((await daemon.request('POST', '/auth/2fa/setup', { token })).status).toBe(409);
+    expect((await api.request('GET', '/auth/me', { token })).body.data.two_factor_enabled).toBe(true);
+    expect((await api.request('POST', '/auth/2fa/setup', { token })).status).toBe(409);
 
     const missing = await login(user);
     expect(missing.status).toBe(401);
@@ -93,16 +97,16 @@ describe('two-factor authentication', () => {
     expect(replay.body.error).toBe('invalid totp code');
 
     // A wrong password is `invalid credentials` whatever the code.
-    const badPassword = await daemon.request('POST', '/auth/login', { body: { email: user.email, password: 'wrong-password', totp_code: totpAt(secret, s + 1) } });
+    const badPassword = await api.request('POST', '/auth/login', { body: { email: user.email, password: 'wrong-password', totp_code: totpAt(secret, s + 1) } });
     expect(badPassword.body.error).toBe('invalid credentials');
   });
 
   it('accepts one step behind, refuses codes older than the last accepted, and disables with a fresh code', async () => {
-    await awayFromStepEdge();
+    freshStep(api.clock);
     const { user, token, secret } = await setUp('drift@example.com');
-    const s = currentStep();
+    const s = currentStep(api.clock.now());
 
-    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
+    expect((await api.request('POST', '/auth/2fa/enable', { token, body: { totp_code: totpAt(secret, s - 1) } })).status).toBe(200);
     expect((await login(user, totpAt(secret, s - 2))).body.error).toBe('invalid totp code'); // out of the window
     const now = await login(user, totpAt(secret, s));
     expect(now.status, now.text).toBe(200);
@@ -111,31 +115,31 @@ describe('two-factor authentication', () => {
 
     // Disabling also takes a fresh code: the one just used is refused.
     const jwt = now.body.data.token;
-    const stale = await daemon.request('POST', '/auth/2fa/disable', { token: jwt, body: { totp_code: totpAt(secret, s) } });
+    const stale = await api.request('POST', '/auth/2fa/disable', { token: jwt, body: { totp_code: totpAt(secret, s) } });
     expect(stale.status).toBe(401);
     expect(stale.body.error).toBe('invalid totp code');
-    const disable = await daemon.request('POST', '/auth/2fa/disable', { token: jwt, body: { totp_code: totpAt(secret, s + 1) } });
+    const disable = await api.request('POST', '/auth/2fa/disable', { token: jwt, body: { totp_code: totpAt(secret, s + 1) } });
     expect(disable.status, disable.text).toBe(200);
     expect(disable.body.data).toEqual({ two_factor_enabled: false });
     expect((await login(user)).status).toBe(200);
   });
 
   it('needs a JWT for the 2FA routes: an API key gets 403 `jwt required`', async () => {
-    const user = await createUser(daemon, admin, 'keyholder@example.com');
-    const token = await daemon.login(user.email, user.password);
-    const key = (await daemon.request('POST', '/auth/api-keys', { token, body: { name: 'k' } })).body.data.key;
+    const user = await createUser(api, admin, 'keyholder@example.com');
+    const token = await api.login(user.email, user.password);
+    const key = (await api.request('POST', '/auth/api-keys', { token, body: { name: 'k' } })).body.data.key;
     for (const path of ['/auth/2fa/setup', '/auth/2fa/enable', '/auth/2fa/disable']) {
-      const result = await daemon.request('POST', path, { token: key, body: path.endsWith('setup') ? undefined : { totp_code: '000000' } });
+      const result = await api.request('POST', path, { token: key, body: path.endsWith('setup') ? undefined : { totp_code: '000000' } });
       expect([path, result.status, result.body.error]).toEqual([path, 403, 'jwt required']);
     }
-    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: { totp_code: '123456' } })).status).toBe(409); // no setup yet
-    expect((await daemon.request('POST', '/auth/2fa/enable', { token, body: {} })).status).toBe(400);
+    expect((await api.request('POST', '/auth/2fa/enable', { token, body: { totp_code: '123456' } })).status).toBe(409); // no setup yet
+    expect((await api.request('POST', '/auth/2fa/enable', { token, body: {} })).status).toBe(400);
   });
 
   it('keeps the TOTP secret out of every answer', async () => {
     const { token, secret } = await setUp('secretive@example.com');
-    const me = await daemon.request('GET', '/auth/me', { token });
-    const users = await daemon.request('GET', '/admin/users', { token: admin });
+    const me = await api.request('GET', '/auth/me', { token });
+    const users = await api.request('GET', '/admin/users', { token: admin });
     expect(me.text).not.toContain(secret);
     expect(users.text).not.toContain(secret);
   });

@@ -3,7 +3,7 @@
 // The 10 s limit and the 4 KB cap hold, memory stays bounded, and a healthy endpoint's
 // deliveries are not held up by them.
 import { readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
@@ -54,15 +54,16 @@ afterAll(async () => {
   await tls?.dispose();
 });
 
-async function firstAttempt(name: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const log = await daemon.request('GET', `/webhooks/${endpoints[name]}/deliveries`, { token });
-    const entry = (log.body.data as any[]).find((e) => e.attempt === 1);
-    if (entry) return entry;
-    if (Date.now() > deadline) throw new Error(`no attempt logged for ${name}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function firstAttempt(name: string, timeoutMs: number) {
+  return vi.waitFor(
+    async () => {
+      const log = await daemon.request('GET', `/webhooks/${endpoints[name]}/deliveries`, { token });
+      const entry = (log.body.data as any[]).find((e) => e.attempt === 1);
+      if (!entry) throw new Error(`no attempt logged for ${name}`);
+      return entry;
+    },
+    { timeout: timeoutMs, interval: 200 },
+  );
 }
 
 describe('hostile receivers', () => {

@@ -7,7 +7,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { request, Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_ATTEMPTS } from '../../src/daemon/dispatcher/dispatcher.js';
+import { MAX_ATTEMPTS } from '../../src/shared/webhook-protocol.js';
 import { listAll, startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 

@@ -2,7 +2,7 @@
 // (one table-driven test over EVENT_CATALOGUE), and what the daemon accepts lands in its outbox.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_CATALOGUE, type EventType } from '../../src/shared/events.js';
-import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { attachProbe, createCustomer, eventsDuring, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 /** Section 6.1 of the description, written out independently of the code under test. */
@@ -31,29 +31,30 @@ function wrongType(kind: 'integer' | 'string'): unknown[] {
 }
 
 describe('event catalogue', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
   let customer: Customer;
 
   beforeAll(async () => {
-    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
-    await attachProbe(daemon, admin);
-    customer = await createCustomer(daemon, admin, 'catalogue@example.com');
+    api = await buildTestApp({ settings: RELAXED_LIMITS });
+    admin = await api.login();
+    await attachProbe(api, admin);
+    customer = await createCustomer(api, admin, 'catalogue@example.com');
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   it('holds exactly the twelve events of section 6.1 and serves them at GET /events/types', async () => {
     expect(Object.fromEntries(EVENT_CATALOGUE.map((e) => [e.name, e.fields]))).toEqual(SECTION_6_1);
-    const res = await daemon.request('GET', '/events/types', { token: customer.token });
+    const res = await api.request('GET', '/events/types', { token: customer.token });
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual(EVENT_CATALOGUE.map((e) => ({ name: e.name, description: e.description, fields: e.fields })));
   });
 
   it('validates every entry\'s data fields on POST /admin/events', async () => {
     const publish = (event: string, data: unknown, owner_id: number | null = customer.id) =>
-      daemon.request('POST', '/admin/events', { token: admin, body: { event, data, owner_id } });
+      api.request('POST', '/admin/events', { token: admin, body: { event, data, owner_id } });
     const expect422 = async (label: string, event: string, data: unknown, mentions: string) => {
       const res = await publish(event, data);
       expect([label, res.status, res.body.error]).toEqual([label, 422, 'validation failed']);
@@ -77,7 +78,7 @@ describe('event catalogue', () => {
         await expect422(`${type.name} with ${extra}`, type.name, { ...valid, [extra]: 'x' }, `data.${extra}`);
       }
 
-      const { result: res, events } = await eventsDuring(daemon, () => publish(type.name, valid));
+      const { result: res, events } = await eventsDuring(api, () => publish(type.name, valid));
       expect([type.name, res.status]).toEqual([type.name, 200]);
       // Two endpoints receive it: the admin's probe and the owner's.
       expect(res.body.data).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), deliveries: 2 });
@@ -90,18 +91,18 @@ describe('event catalogue', () => {
   });
 
   it('treats a malformed body as 400 and an unknown owner or a customer caller as refused', async () => {
-    const noData = await daemon.request('POST', '/admin/events', { token: admin, body: { event: 'site.created' } });
+    const noData = await api.request('POST', '/admin/events', { token: admin, body: { event: 'site.created' } });
     expect(noData.status).toBe(400);
     expect(noData.body.message).toContain('data');
-    const arrayData = await daemon.request('POST', '/admin/events', { token: admin, body: { event: 'site.created', data: [1] } });
+    const arrayData = await api.request('POST', '/admin/events', { token: admin, body: { event: 'site.created', data: [1] } });
     expect(arrayData.status).toBe(400);
-    const ghost = await daemon.request('POST', '/admin/events', {
+    const ghost = await api.request('POST', '/admin/events', {
       token: admin,
       body: { event: 'site.created', data: { site_id: 1, domain: 'a.example' }, owner_id: 999_999 },
     });
     expect(ghost.status).toBe(422);
     expect(ghost.body.message).toContain('owner_id');
-    const asCustomer = await daemon.request('POST', '/admin/events', {
+    const asCustomer = await api.request('POST', '/admin/events', {
       token: customer.token,
       body: { event: 'site.created', data: { site_id: 1, domain: 'a.example' } },
     });

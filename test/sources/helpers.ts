@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
 
+/** A daemon, or the app in-process (test/helpers/app.ts): what these helpers use of either. */
+type Api = Pick<TestDaemon, 'request' | 'login' | 'dataDir' | 'databaseUrl'>;
+
 export interface Customer {
   id: number;
   email: string;
@@ -26,28 +29,28 @@ export interface OutboxEvent {
 /** Many logins and requests from one test IP: limits lifted so they do not decide outcomes. */
 export const RELAXED_LIMITS = { rate_limit_login_per_minute: 10_000, rate_limit_user_per_minute: 100_000, login_max_attempts: 1000 };
 
-export async function relaxLimits(daemon: TestDaemon, adminToken: string): Promise<void> {
+export async function relaxLimits(daemon: Api, adminToken: string): Promise<void> {
   const res = await daemon.request('PUT', '/admin/settings', { token: adminToken, body: RELAXED_LIMITS });
   expect(res.status, res.text).toBe(200);
 }
 
 /** Daemons with probe endpoints, and the admin's user id there. */
-const probed = new WeakMap<TestDaemon, number>();
+const probed = new WeakMap<Api, number>();
 const PROBE_URL = 'https://probe.invalid/events';
 
-async function addProbe(daemon: TestDaemon, token: string, who: string): Promise<void> {
+async function addProbe(daemon: Api, token: string, who: string): Promise<void> {
   const res = await daemon.request('POST', '/webhooks', { token, body: { url: `${PROBE_URL}/${who}`, events: '*', secret: 'probe-secret' } });
   expect(res.status, res.text).toBe(201);
 }
 
 /** Gives the admin a probe endpoint; customers created afterwards get theirs. */
-export async function attachProbe(daemon: TestDaemon, adminToken: string): Promise<void> {
+export async function attachProbe(daemon: Api, adminToken: string): Promise<void> {
   const me = await daemon.request('GET', '/auth/me', { token: adminToken });
   probed.set(daemon, me.body.data.id);
   await addProbe(daemon, adminToken, 'admin');
 }
 
-export async function createCustomer(daemon: TestDaemon, adminToken: string, email: string): Promise<Customer> {
+export async function createCustomer(daemon: Api, adminToken: string, email: string): Promise<Customer> {
   const password = 'customer-password-1';
   const res = await daemon.request('POST', '/admin/users', {
     token: adminToken,
@@ -60,7 +63,7 @@ export async function createCustomer(daemon: TestDaemon, adminToken: string, ema
 }
 
 export async function createSubscription(
-  daemon: TestDaemon,
+  daemon: Api,
   adminToken: string,
   body: { customer_id: number; main_domain: string; is_default?: boolean },
 ): Promise<{ id: number; is_default: boolean }> {
@@ -69,7 +72,7 @@ export async function createSubscription(
   return res.body.data;
 }
 
-export async function createSite(daemon: TestDaemon, token: string, body: { domain: string; subscription_id?: number }) {
+export async function createSite(daemon: Api, token: string, body: { domain: string; subscription_id?: number }) {
   const res = await daemon.request('POST', '/sites', { token, body });
   expect(res.status, res.text).toBe(201);
   return res.body.data as { id: number; subscription_id: number; domain: string; created_at: string };
@@ -82,7 +85,7 @@ interface JournalOp {
 }
 
 /** Every event queued (with deliveries to the probes), oldest first, as the store's journal holds it. */
-export async function outboxEvents(daemon: TestDaemon): Promise<OutboxEvent[]> {
+export async function outboxEvents(daemon: Api): Promise<OutboxEvent[]> {
   const adminId = probed.get(daemon);
   if (adminId === undefined) throw new Error('outboxEvents needs attachProbe(daemon, admin) before the customers are created');
   if (daemon.databaseUrl) return databaseEvents(daemon.databaseUrl);
@@ -137,7 +140,7 @@ async function databaseEvents(databaseUrl: string): Promise<OutboxEvent[]> {
  * told apart by id, not by position: on PostgreSQL an earlier event leaves the list once its
  * deliveries have failed twice, which can happen while `action` runs on a busy machine.
  */
-export async function eventsDuring<T>(daemon: TestDaemon, action: () => Promise<T>): Promise<{ result: T; events: OutboxEvent[] }> {
+export async function eventsDuring<T>(daemon: Api, action: () => Promise<T>): Promise<{ result: T; events: OutboxEvent[] }> {
   const before = await eventIds(daemon);
   const result = await action();
   return { result, events: await eventsSince(daemon, before) };
@@ -147,11 +150,11 @@ export async function eventsDuring<T>(daemon: TestDaemon, action: () => Promise<
  * The ids of the events in the outbox now. Events are told apart by id, never by a count: on
  * PostgreSQL an earlier event leaves the list once its deliveries are done (see eventsDuring).
  */
-export async function eventIds(daemon: TestDaemon): Promise<Set<string>> {
+export async function eventIds(daemon: Api): Promise<Set<string>> {
   return new Set((await outboxEvents(daemon)).map((e) => e.id));
 }
 
 /** The events in the outbox now that were not among `before` (from eventIds). */
-export async function eventsSince(daemon: TestDaemon, before: Set<string>): Promise<OutboxEvent[]> {
+export async function eventsSince(daemon: Api, before: Set<string>): Promise<OutboxEvent[]> {
   return (await outboxEvents(daemon)).filter((e) => !before.has(e.id));
 }

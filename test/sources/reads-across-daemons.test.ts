@@ -1,10 +1,12 @@
 // Two daemons on one PostgreSQL database, each keeping cached reads (site listings, callers of
-// API keys): a change made through one is served by the other's very next request. The change's
+// API keys and JWTs): a change made through one is served by the other's very next request. The change's
 // notice reaches the other daemon a moment after the commit, so each case is repeated many times
 // back to back, alternating the daemons, where a cache trusting notices alone would show the race.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
 const ROUNDS = 60;
@@ -18,15 +20,16 @@ describe.skipIf(!adminUrl)('cached reads on two daemons of one PostgreSQL databa
   let adminKey: string;
   let customerKey: string;
   let subscriptionId: number;
+  let databaseUrl: string;
 
   beforeAll(async () => {
-    const databaseUrl = await createDatabase(adminUrl!, 'panelctl_reads');
+    databaseUrl = await createDatabase(adminUrl!, 'panelctl_reads');
     const dirs = [await makeDataDir(), await makeDataDir()];
     await initDataDir(dirs[0], ADMIN_PASSWORD, databaseUrl);
     daemons = (await Promise.all(dirs.map((dataDir) => startDaemon({ dataDir, databaseUrl })))) as [TestDaemon, TestDaemon];
     jwts = [await daemons[0].login(), await daemons[1].login()];
     const [one] = daemons;
-    const settings = await one.request('PUT', '/admin/settings', { token: jwts[0], body: { rate_limit_user_per_minute: 1_000_000 } });
+    const settings = await one.request('PUT', '/admin/settings', { token: jwts[0], body: { rate_limit_user_per_minute: 1_000_000, rate_limit_login_per_minute: 100_000 } });
     expect(settings.status, settings.text).toBe(200);
     const customer = await one.request('POST', '/admin/users', {
       token: jwts[0],
@@ -112,4 +115,103 @@ describe.skipIf(!adminUrl)('cached reads on two daemons of one PostgreSQL databa
       expect((listed.body.data as Array<{ id: number; url: string }>).find((hook) => hook.id === id)?.url).toBe(url);
     }
   }, 300_000);
+
+  it(`refuses a JWT logged out on one daemon at the other's next request (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const [writer, reader] = round % 2 === 0 ? daemons : [daemons[1], daemons[0]];
+      const session = await writer.login();
+      const other = jwts[daemons.indexOf(reader)];
+      // Known to the reader (its caller cached) before it is logged out.
+      for (let i = 0; i < 3; i++) expect((await reader.request('GET', '/auth/me', { token: session })).status).toBe(200);
+      const logout = await writer.request('POST', '/auth/logout', { token: session });
+      expect(logout.status, logout.text).toBe(200);
+      const refused = await reader.request('GET', '/auth/me', { token: session });
+      expect(refused.status, refused.text).toBe(401);
+      expect(refused.body.error).toBe('not authenticated');
+      // The admin's other session is not logged out.
+      expect((await reader.request('GET', '/auth/me', { token: other })).status).toBe(200);
+    }
+  }, 300_000);
+
+  it('serves a role changed, a password changed and a user deleted elsewhere at the next request (JWT and key)', async () => {
+    // A third handle on the database changes roles, as another daemon's admin tooling would:
+    // the API has no route that changes a role.
+    const tooling = await PostgresStore.open(databaseUrl);
+    try {
+      for (let round = 0; round < 10; round++) {
+        const [writer, reader] = round % 2 === 0 ? daemons : [daemons[1], daemons[0]];
+        const writerJwt = jwts[daemons.indexOf(writer)];
+        const email = `turns-${round}@example.com`;
+        const created = await writer.request('POST', '/admin/users', {
+          token: writerJwt,
+          body: { email, name: 'Turns', password: 'turns-password-1', role: 'customer' },
+        });
+        expect(created.status, created.text).toBe(201);
+        const id = created.body.data.id as number;
+        const jwt = await writer.login(email, 'turns-password-1');
+        const key = (await writer.request('POST', '/auth/api-keys', { token: jwt, body: { name: 'turns' } })).body.data.key as string;
+        for (const credential of [jwt, key]) {
+          for (let i = 0; i < 2; i++) expect((await reader.request('GET', '/admin/users', { token: credential })).status).toBe(403);
+        }
+
+        await tooling.users.update(id, { role: 'admin' });
+        for (const credential of [jwt, key]) {
+          const listed = await reader.request('GET', '/admin/users', { token: credential });
+          expect(listed.status, listed.text).toBe(200);
+        }
+        await tooling.users.update(id, { role: 'customer' });
+        for (const credential of [jwt, key]) expect((await reader.request('GET', '/admin/users', { token: credential })).status).toBe(403);
+
+        const changed = await writer.request('POST', `/admin/users/${id}/password`, { token: writerJwt, body: { password: 'turns-password-2' } });
+        expect(changed.status, changed.text).toBe(200);
+        const stale = await reader.request('GET', '/auth/me', { token: jwt });
+        expect(stale.status, stale.text).toBe(401);
+        expect((await reader.request('GET', '/auth/me', { token: key })).status).toBe(200);
+
+        const deleted = await writer.request('DELETE', `/admin/users/${id}`, { token: writerJwt });
+        expect(deleted.status, deleted.text).toBe(200);
+        const gone = await reader.request('GET', '/auth/me', { token: key });
+        expect(gone.status, gone.text).toBe(401);
+      }
+    } finally {
+      await tooling.close();
+    }
+  }, 300_000);
+
+  it('sees a logout, a role change and a key deletion written with no notice at all (as when notices are lost)', async () => {
+    // Straight into the tables, as another daemon whose notices never arrive: only the question
+    // caughtUp asks of the database (which cached collections changed) can tell the reader.
+    const sql = new pg.Client({ connectionString: databaseUrl });
+    await sql.connect();
+    try {
+      const [reader] = daemons;
+      const session = await daemons[1].login();
+      const { jti, exp } = JSON.parse(Buffer.from(session.split('.')[1], 'base64url').toString()) as { jti: string; exp: number };
+      const created = await daemons[1].request('POST', '/admin/users', {
+        token: jwts[1],
+        body: { email: 'silent@example.com', name: 'Silent', password: 'silent-password-1', role: 'customer' },
+      });
+      expect(created.status, created.text).toBe(201);
+      const id = created.body.data.id as number;
+      const jwt = await daemons[1].login('silent@example.com', 'silent-password-1');
+      const key = (await daemons[1].request('POST', '/auth/api-keys', { token: jwt, body: { name: 'silent' } })).body.data.key as string;
+      for (let i = 0; i < 2; i++) {
+        expect((await reader.request('GET', '/auth/me', { token: session })).status).toBe(200);
+        expect((await reader.request('GET', '/admin/users', { token: key })).status).toBe(403);
+      }
+
+      await sql.query('INSERT INTO revoked_tokens (jti, expires_at) VALUES ($1, $2)', [jti, exp * 1000]);
+      expect((await reader.request('GET', '/auth/me', { token: session })).status).toBe(401);
+
+      await sql.query("UPDATE users SET role = 'admin' WHERE id = $1", [id]);
+      expect((await reader.request('GET', '/admin/users', { token: key })).status).toBe(200);
+      expect((await reader.request('GET', '/admin/users', { token: jwt })).status).toBe(200);
+
+      await sql.query('DELETE FROM api_keys WHERE user_id = $1', [id]);
+      expect((await reader.request('GET', '/auth/me', { token: key })).status).toBe(401);
+      expect((await reader.request('GET', '/auth/me', { token: jwt })).status).toBe(200);
+    } finally {
+      await sql.end();
+    }
+  }, 120_000);
 });

@@ -1,31 +1,32 @@
-// Subscriptions over HTTP: creation rules (customer role, host name, default switching),
+// Subscriptions over HTTP (the app in-process, app.inject): creation rules (customer role, host name, default switching),
 // suspension, listing, and the events each change publishes, read from the outbox journal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEventData } from '../../src/shared/events.js';
-import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { attachProbe, createCustomer, createSite, createSubscription, eventIds, eventsDuring, eventsSince, RELAXED_LIMITS, type Customer } from './helpers.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 describe('subscriptions', () => {
-  let daemon: TestDaemon;
+  let api: TestApp;
   let admin: string;
   let alice: Customer;
   let bob: Customer;
 
   beforeAll(async () => {
-    ({ daemon, admin } = await startLoggedIn({ settings: RELAXED_LIMITS }));
-    await attachProbe(daemon, admin);
-    alice = await createCustomer(daemon, admin, 'alice@example.com');
-    bob = await createCustomer(daemon, admin, 'bob@example.com');
+    api = await buildTestApp({ settings: RELAXED_LIMITS });
+    admin = await api.login();
+    await attachProbe(api, admin);
+    alice = await createCustomer(api, admin, 'alice@example.com');
+    bob = await createCustomer(api, admin, 'bob@example.com');
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await api?.close();
   });
 
   it('creates a subscription (201) and publishes subscription.created owned by the customer, before answering', async () => {
-    const { result: res, events } = await eventsDuring(daemon, () =>
-      daemon.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: alice.id, main_domain: 'Alice.EXAMPLE.' } }),
+    const { result: res, events } = await eventsDuring(api, () =>
+      api.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: alice.id, main_domain: 'Alice.EXAMPLE.' } }),
     );
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -54,15 +55,15 @@ describe('subscriptions', () => {
   });
 
   it('makes the first subscription the default, and moves the mark only on is_default: true', async () => {
-    const carol = await createCustomer(daemon, admin, 'carol@example.com');
-    const first = await createSubscription(daemon, admin, { customer_id: carol.id, main_domain: 'carol-1.example', is_default: false });
+    const carol = await createCustomer(api, admin, 'carol@example.com');
+    const first = await createSubscription(api, admin, { customer_id: carol.id, main_domain: 'carol-1.example', is_default: false });
     expect(first.is_default).toBe(true);
-    const second = await createSubscription(daemon, admin, { customer_id: carol.id, main_domain: 'carol-2.example' });
+    const second = await createSubscription(api, admin, { customer_id: carol.id, main_domain: 'carol-2.example' });
     expect(second.is_default).toBe(false);
-    const third = await createSubscription(daemon, admin, { customer_id: carol.id, main_domain: 'carol-3.example', is_default: true });
+    const third = await createSubscription(api, admin, { customer_id: carol.id, main_domain: 'carol-3.example', is_default: true });
     expect(third.is_default).toBe(true);
 
-    const list = await daemon.request('GET', '/subscriptions', { token: carol.token });
+    const list = await api.request('GET', '/subscriptions', { token: carol.token });
     expect(list.status).toBe(200);
     expect(list.body.data.map((s: any) => [s.id, s.is_default])).toEqual([
       [first.id, false],
@@ -72,30 +73,30 @@ describe('subscriptions', () => {
   });
 
   it('lists only the caller\'s own subscriptions; an admin sees every customer\'s', async () => {
-    const bobs = await createSubscription(daemon, admin, { customer_id: bob.id, main_domain: 'bob.example' });
-    const own = await daemon.request('GET', '/subscriptions', { token: bob.token });
+    const bobs = await createSubscription(api, admin, { customer_id: bob.id, main_domain: 'bob.example' });
+    const own = await api.request('GET', '/subscriptions', { token: bob.token });
     expect(own.status).toBe(200);
     expect(own.body.data).toEqual([expect.objectContaining({ id: bobs.id, customer_id: bob.id, main_domain: 'bob.example' })]);
 
-    const all = await daemon.request('GET', '/subscriptions', { token: admin });
+    const all = await api.request('GET', '/subscriptions', { token: admin });
     expect(all.status).toBe(200);
     const owners = new Set(all.body.data.map((s: any) => s.customer_id));
     expect(owners).toContain(alice.id);
     expect(owners).toContain(bob.id);
     expect(all.body.data.map((s: any) => s.id)).toEqual([...all.body.data.map((s: any) => s.id)].sort((a, b) => a - b));
 
-    expect((await daemon.request('GET', '/subscriptions')).status).toBe(401);
+    expect((await api.request('GET', '/subscriptions')).status).toBe(401);
   });
 
   it('refuses a customer that does not exist or is not a customer (422), bad host names (422) and malformed bodies (400)', async () => {
-    const post = (body: unknown) => daemon.request('POST', '/admin/subscriptions', { token: admin, body });
-    const before = await eventIds(daemon);
+    const post = (body: unknown) => api.request('POST', '/admin/subscriptions', { token: admin, body });
+    const before = await eventIds(api);
 
     const ghost = await post({ customer_id: 999_999, main_domain: 'ghost.example' });
     expect([ghost.status, ghost.body.error]).toEqual([422, 'validation failed']);
     expect(ghost.body.message).toContain('customer_id');
 
-    const adminUser = (await daemon.request('GET', '/auth/me', { token: admin })).body.data.id;
+    const adminUser = (await api.request('GET', '/auth/me', { token: admin })).body.data.id;
     const notCustomer = await post({ customer_id: adminUser, main_domain: 'admin.example' });
     expect(notCustomer.status).toBe(422);
     expect(notCustomer.body.message).toMatch(/customer_id: .*not customer/);
@@ -110,74 +111,74 @@ describe('subscriptions', () => {
     expect((await post({ customer_id: String(alice.id), main_domain: 'x.example' })).status).toBe(400);
     expect((await post({ customer_id: alice.id, main_domain: 'x.example', is_default: 'yes' })).status).toBe(400);
     expect((await post({ customer_id: alice.id, main_domain: 'x.example', plan: 'gold' })).status).toBe(400);
-    expect(await eventsSince(daemon, before)).toEqual([]);
+    expect(await eventsSince(api, before)).toEqual([]);
   });
 
   it('refuses a main domain already used by a subscription (409, whatever its case)', async () => {
-    await createSubscription(daemon, admin, { customer_id: alice.id, main_domain: 'taken.example' });
-    const res = await daemon.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: bob.id, main_domain: 'TAKEN.example' } });
+    await createSubscription(api, admin, { customer_id: alice.id, main_domain: 'taken.example' });
+    const res = await api.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: bob.id, main_domain: 'TAKEN.example' } });
     expect([res.status, res.body.error]).toEqual([409, 'conflict']);
   });
 
   it('refuses a main domain that is another customer\'s site (409), but not the customer\'s own', async () => {
-    const frank = await createCustomer(daemon, admin, 'frank@example.com');
-    await createSubscription(daemon, admin, { customer_id: frank.id, main_domain: 'frank.example' });
-    await createSite(daemon, frank.token, { domain: 'shop.frank.example' });
-    const res = await daemon.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: alice.id, main_domain: 'Shop.Frank.example' } });
+    const frank = await createCustomer(api, admin, 'frank@example.com');
+    await createSubscription(api, admin, { customer_id: frank.id, main_domain: 'frank.example' });
+    await createSite(api, frank.token, { domain: 'shop.frank.example' });
+    const res = await api.request('POST', '/admin/subscriptions', { token: admin, body: { customer_id: alice.id, main_domain: 'Shop.Frank.example' } });
     expect([res.status, res.body.error]).toEqual([409, 'conflict']);
-    await createSubscription(daemon, admin, { customer_id: frank.id, main_domain: 'shop.frank.example' });
+    await createSubscription(api, admin, { customer_id: frank.id, main_domain: 'shop.frank.example' });
   });
 
   it('keeps subscription management to admins (403 for a customer)', async () => {
-    const create = await daemon.request('POST', '/admin/subscriptions', { token: alice.token, body: { customer_id: alice.id, main_domain: 'self.example' } });
+    const create = await api.request('POST', '/admin/subscriptions', { token: alice.token, body: { customer_id: alice.id, main_domain: 'self.example' } });
     expect(create.status).toBe(403);
-    const own = (await daemon.request('GET', '/subscriptions', { token: alice.token })).body.data[0];
-    const suspend = await daemon.request('POST', `/admin/subscriptions/${own.id}/suspend`, { token: alice.token });
+    const own = (await api.request('GET', '/subscriptions', { token: alice.token })).body.data[0];
+    const suspend = await api.request('POST', `/admin/subscriptions/${own.id}/suspend`, { token: alice.token });
     expect(suspend.status).toBe(403);
-    expect((await daemon.request('GET', '/subscriptions', { token: alice.token })).body.data[0].status).toBe('active');
+    expect((await api.request('GET', '/subscriptions', { token: alice.token })).body.data[0].status).toBe('active');
   });
 
   it('suspends a subscription once, publishing subscription.suspended; again is 409, unknown is 404', async () => {
-    const dave = await createCustomer(daemon, admin, 'dave@example.com');
-    const sub = await createSubscription(daemon, admin, { customer_id: dave.id, main_domain: 'dave.example' });
-    const site = await createSite(daemon, dave.token, { domain: 'www.dave.example' });
+    const dave = await createCustomer(api, admin, 'dave@example.com');
+    const sub = await createSubscription(api, admin, { customer_id: dave.id, main_domain: 'dave.example' });
+    const site = await createSite(api, dave.token, { domain: 'www.dave.example' });
 
-    const { result: res, events } = await eventsDuring(daemon, () => daemon.request('POST', `/admin/subscriptions/${sub.id}/suspend`, { token: admin }));
+    const { result: res, events } = await eventsDuring(api, () => api.request('POST', `/admin/subscriptions/${sub.id}/suspend`, { token: admin }));
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ id: sub.id, status: 'suspended', is_default: true });
     expect(events).toEqual([
       expect.objectContaining({ event: 'subscription.suspended', owner_id: dave.id, data: { subscription_id: sub.id, main_domain: 'dave.example' } }),
     ]);
 
-    const { result: again, events: none } = await eventsDuring(daemon, () => daemon.request('POST', `/admin/subscriptions/${sub.id}/suspend`, { token: admin }));
+    const { result: again, events: none } = await eventsDuring(api, () => api.request('POST', `/admin/subscriptions/${sub.id}/suspend`, { token: admin }));
     expect([again.status, again.body.error]).toEqual([409, 'conflict']);
     expect(none).toEqual([]);
-    expect((await daemon.request('POST', '/admin/subscriptions/999999/suspend', { token: admin })).status).toBe(404);
-    expect((await daemon.request('POST', '/admin/subscriptions/abc/suspend', { token: admin })).status).toBe(400);
+    expect((await api.request('POST', '/admin/subscriptions/999999/suspend', { token: admin })).status).toBe(404);
+    expect((await api.request('POST', '/admin/subscriptions/abc/suspend', { token: admin })).status).toBe(400);
 
     // Suspended: its sites stay listed and deletable, but no new site can be added.
-    const listed = await daemon.request('GET', '/sites', { token: dave.token });
+    const listed = await api.request('GET', '/sites', { token: dave.token });
     expect(listed.body.data.map((s: any) => s.id)).toEqual([site.id]);
-    const refused = await daemon.request('POST', '/sites', { token: dave.token, body: { domain: 'new.dave.example' } });
+    const refused = await api.request('POST', '/sites', { token: dave.token, body: { domain: 'new.dave.example' } });
     expect([refused.status, refused.body.error]).toEqual([409, 'conflict']);
     expect(refused.body.message).toContain('suspended');
-    expect((await daemon.request('DELETE', `/sites/${site.id}`, { token: dave.token })).status).toBe(200);
+    expect((await api.request('DELETE', `/sites/${site.id}`, { token: dave.token })).status).toBe(200);
   });
 
   it('deleting a customer removes their subscriptions and sites, freeing their domains', async () => {
-    const erin = await createCustomer(daemon, admin, 'erin@example.com');
-    const sub = await createSubscription(daemon, admin, { customer_id: erin.id, main_domain: 'erin.example' });
-    const site = await createSite(daemon, erin.token, { domain: 'shop.erin.example' });
-    expect((await daemon.request('DELETE', `/admin/users/${erin.id}`, { token: admin })).status).toBe(200);
+    const erin = await createCustomer(api, admin, 'erin@example.com');
+    const sub = await createSubscription(api, admin, { customer_id: erin.id, main_domain: 'erin.example' });
+    const site = await createSite(api, erin.token, { domain: 'shop.erin.example' });
+    expect((await api.request('DELETE', `/admin/users/${erin.id}`, { token: admin })).status).toBe(200);
 
-    const subs = await daemon.request('GET', '/subscriptions', { token: admin });
+    const subs = await api.request('GET', '/subscriptions', { token: admin });
     expect(subs.body.data.map((s: any) => s.id)).not.toContain(sub.id);
-    const sites = await daemon.request('GET', '/sites', { token: admin });
+    const sites = await api.request('GET', '/sites', { token: admin });
     expect(sites.body.data.map((s: any) => s.id)).not.toContain(site.id);
 
-    const reuse = await createSubscription(daemon, admin, { customer_id: bob.id, main_domain: 'erin.example' });
+    const reuse = await createSubscription(api, admin, { customer_id: bob.id, main_domain: 'erin.example' });
     expect(reuse.id).not.toBe(sub.id);
-    const reuseSite = await createSite(daemon, admin, { domain: 'shop.erin.example', subscription_id: reuse.id });
+    const reuseSite = await createSite(api, admin, { domain: 'shop.erin.example', subscription_id: reuse.id });
     expect(reuseSite.id).not.toBe(site.id);
   });
 });

@@ -10,8 +10,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { layout, type DataLayout } from '../../src/shared/paths.js';
 import { realFileOps } from '../../src/store/json/file-ops.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
-import { StoreUnavailableError, type ClaimOptions, type PublishTaker } from '../../src/store/store.js';
-import type { DeliveryRecord } from '../../src/store/types.js';
+import { StoreUnavailableError, type ClaimOptions } from '../../src/store/store.js';
 import { Dispatcher } from '../../src/daemon/dispatcher/dispatcher.js';
 import type { WebhookSender } from '../../src/daemon/dispatcher/sender.js';
 import { delivery, eventRecord, userRecord } from './contract/suite.js';
@@ -153,33 +152,27 @@ describe('JSON store: nothing leaves before it is durable', () => {
     await reopened.close();
   });
 
-  it('a publish outside a transaction hands its deliveries to the taker only once durable, and none when the commit fails', async () => {
+  it('a publish outside a transaction makes its deliveries claimable only once durable, and never when the commit fails', async () => {
     const { store, hold, letThrough, fail } = await heldStore();
     const { user } = await customerWithEndpoint(store);
-    const taken: DeliveryRecord[][] = [];
-    const taker: PublishTaker = { offer: () => claimAll(), take: (_offer, deliveries) => void taken.push(deliveries) };
-    store.takeOnPublish(taker);
     const event = () => ({ ...eventRecord(), owner_id: user.id });
     const template = { body: '{"event":"site.created"}', next_attempt_at: 0, created_at: T0 };
 
     let waiting = hold();
     const published = store.outbox.publish(event(), template);
     await waiting;
-    expect(taken).toEqual([]);
     expect(await store.outbox.claim(claimAll())).toEqual([]);
     letThrough();
     const queued = await published;
-    expect(taken.map((batch) => batch.map((d) => d.id))).toEqual([queued.map((d) => d.id)]);
+    expect((await store.outbox.claim(claimAll())).map((d) => d.id)).toEqual(queued.map((d) => d.id));
 
     waiting = hold();
     const refused = store.outbox.publish(event(), template);
     await waiting;
+    expect(await store.outbox.claim(claimAll())).toEqual([]);
     fail();
     await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError);
-    expect(taken).toHaveLength(2);
-    expect(taken[1]).toEqual([]);
     expect(await store.outbox.claim(claimAll())).toEqual([]);
-    store.takeOnPublish(null);
     await store.close();
   });
 });
@@ -274,7 +267,7 @@ describe('JSON delivery log ids', () => {
     });
     const announced: number[] = [];
     store.changes.subscribe((change) => {
-      if (change.kind === 'log') announced.push(change.entry.id);
+      if (change.kind === 'logged') announced.push(...change.ids);
     });
     journalFails = true;
     await store.deliveryLog.append([logEntry(1, 'refused')]).catch(() => undefined);

@@ -9,7 +9,7 @@ import { detailLines } from '../../src/cli/ui/format.js';
 import { parseEntry } from '../../src/cli/ui/source.js';
 import { initialState, reducer, STATUS_CLEAR_MS, WatchStore, type WatchEndpoint } from '../../src/cli/ui/state.js';
 import { WatchView } from '../../src/cli/ui/view.js';
-import { entry, NOW, ScriptedSource, settle } from './fixtures.js';
+import { entry, NOW, ScriptedSource } from './fixtures.js';
 
 afterEach(() => cleanup());
 
@@ -30,12 +30,14 @@ describe('watch, the first hour', () => {
     const source = new ScriptedSource();
     const store = new WatchStore(initialState({ baseUrl: 'https://127.0.0.1:3443', endpointId: 1 }));
     const app = render(<WatchApp source={source} store={store} baseUrl="https://127.0.0.1:3443" color={false} size={{ columns: 120, rows: 12 }} clock={() => now} tickMs={10} />);
-    await settle();
+    await vi.waitFor(() => expect(source.started).toBe(1));
     source.dispatch({ type: 'endpoints', endpoints: [HOOK] });
     app.stdin.write('t');
     await vi.waitFor(() => expect(app.lastFrame()).toContain('test event to endpoint #1: HTTP 200'));
+    // A frame drawn after the clock moved (each tick that changes the time renders one).
+    const drawn = app.frames.length;
     now += STATUS_CLEAR_MS - 1000;
-    await settle(50);
+    await vi.waitFor(() => expect(app.frames.length).toBeGreaterThan(drawn));
     expect(app.lastFrame()).toContain('test event to endpoint #1: HTTP 200');
     now += 1000;
     await vi.waitFor(() => expect(app.lastFrame()).not.toContain('test event to endpoint #1'));

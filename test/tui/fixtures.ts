@@ -1,6 +1,7 @@
 // Entries, endpoints and a scripted data source for the watch view's component tests.
 import type { WatchSource } from '../../src/cli/ui/source.js';
-import type { WatchAction, WatchEndpoint, WatchEntry } from '../../src/cli/ui/state.js';
+import { vi } from 'vitest';
+import type { WatchAction, WatchEndpoint, WatchEntry, WatchState, WatchStore } from '../../src/cli/ui/state.js';
 
 export const NOW = Date.parse('2025-05-01T12:00:00.000Z');
 
@@ -61,8 +62,27 @@ export class ScriptedSource implements WatchSource {
   }
 }
 
-/** Lets ink read stdin, React render and pending promises settle. */
-export const settle = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Watches what ink writes to the fake terminal of `app`, and returns `shown()`: it resolves once
+ * a frame of the store's current state has been written. Keys and the source change the store
+ * at once; ink renders the change a moment later, and a test waits for that frame, not a time.
+ * Call it right after render() (before anything changes the store).
+ */
+export function trackFrames(app: { stdout: { write(frame: string): void }; frames: string[] }, store: WatchStore): () => Promise<void> {
+  let rendered: WatchState | null = app.frames.length > 0 ? store.getState() : null;
+  const write = app.stdout.write.bind(app.stdout);
+  app.stdout.write = (frame: string) => {
+    rendered = store.getState();
+    write(frame);
+  };
+  return () =>
+    vi.waitFor(
+      () => {
+        if (rendered !== store.getState()) throw new Error('no frame of the current state yet');
+      },
+      { interval: 1 },
+    );
+}
 
 export const KEYS = {
   up: '\u001B[A',

@@ -2,7 +2,7 @@
 // HTTP server on loopback (the daemon end to end is covered by watch-e2e.test.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries, type StreamState } from '../../src/cli/stream/deliveries.js';
 import { SseParser, type SseEvent } from '../../src/cli/stream/sse.js';
@@ -36,14 +36,6 @@ function client(url: string): ApiClient {
 }
 
 const sse = (e: ReturnType<typeof entry>) => `event: delivery\nid: ${e.id}\ndata: ${JSON.stringify(e)}\n\n`;
-
-async function until(check: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('SseParser', () => {
   it('assembles events across chunks and line endings, skips comments', () => {
@@ -80,7 +72,7 @@ describe('followDeliveries', () => {
       onEntry: (e) => ids.push(e.id),
       onStatus: (state, detail) => states.push([state, detail]),
     });
-    await until(() => ids.length === 3);
+    await vi.waitFor(() => expect(ids).toHaveLength(3), { timeout: 30_000, interval: 10 });
     controller.abort();
     await done;
     expect(ids).toEqual([11, 12, 13]);
@@ -105,7 +97,7 @@ describe('followDeliveries', () => {
       onEntry: () => undefined,
       onStatus: (state, detail) => states.push([state, detail]),
     });
-    await until(() => states.length >= 4);
+    await vi.waitFor(() => expect(states.length).toBeGreaterThanOrEqual(4), { timeout: 30_000, interval: 10 });
     controller.abort();
     await done;
     expect(states[0]).toEqual(['connecting', undefined]);
@@ -128,7 +120,7 @@ describe('followDeliveries', () => {
       onStatus: (state, detail) => states.push([state, detail]),
     });
     // The second connection as the client sees it (answer headers in), not only as the server does.
-    await until(() => connections >= 2 && states.filter(([state]) => state === 'connected').length >= 2);
+    await vi.waitFor(() => expect(connections >= 2 && states.filter(([state]) => state === 'connected').length >= 2).toBe(true), { timeout: 30_000, interval: 10 });
     controller.abort();
     await done;
     expect(states.slice(0, 4)).toEqual([
@@ -189,7 +181,7 @@ describe('apiWatchSource', () => {
       state = reducer(state, action);
     });
     try {
-      await until(() => streams >= 2 && logReads >= 2 && state.connection.state === 'connected' && Boolean(state.endpoints[9]));
+      await vi.waitFor(() => expect(streams >= 2 && logReads >= 2 && state.connection.state === 'connected' && Boolean(state.endpoints[9])).toBe(true), { timeout: 30_000, interval: 10 });
     } finally {
       stop();
     }
@@ -224,7 +216,7 @@ describe('apiWatchSource', () => {
     let state = initialState({ baseUrl: url });
     const stop = apiWatchSource(c).start((action) => (state = reducer(state, action)));
     try {
-      await until(() => state.status !== null);
+      await vi.waitFor(() => expect(state.status).not.toBeNull(), { timeout: 30_000, interval: 10 });
     } finally {
       stop();
     }
@@ -240,7 +232,7 @@ describe('apiWatchSource', () => {
     let state = initialState({ baseUrl: url, endpointId: 4 });
     const stop = apiWatchSource(client(url), { endpointId: 4, endpoints: [] }).start((action) => (state = reducer(state, action)));
     try {
-      await until(() => state.connection.state === 'closed');
+      await vi.waitFor(() => expect(state.connection.state).toBe('closed'), { timeout: 30_000, interval: 10 });
     } finally {
       stop();
     }
@@ -273,7 +265,7 @@ describe('apiWatchSource', () => {
     let state = initialState({ baseUrl: url, endpointId: 4 });
     let stop = apiWatchSource(client(url), { endpointId: 4, endpoints: [] }).start((action) => (state = reducer(state, action)));
     try {
-      await until(() => state.queue !== null);
+      await vi.waitFor(() => expect(state.queue).not.toBeNull(), { timeout: 30_000, interval: 10 });
     } finally {
       stop();
     }
@@ -283,7 +275,7 @@ describe('apiWatchSource', () => {
     state = initialState({ baseUrl: url, endpointId: 4 });
     stop = apiWatchSource(client(url), { endpointId: 4, endpoints: [] }).start((action) => (state = reducer(state, action)));
     try {
-      await until(() => state.connection.state === 'connected');
+      await vi.waitFor(() => expect(state.connection.state).toBe('connected'), { timeout: 30_000, interval: 10 });
     } finally {
       stop();
     }

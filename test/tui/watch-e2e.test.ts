@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BIN } from '../helpers/cli.js';
 import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
@@ -35,17 +35,16 @@ describe.skipIf(!TMUX)('panelctl watch in a real terminal (tmux)', () => {
   const tmux = (...args: string[]) => run(TMUX!, ['-S', socket, ...args], { encoding: 'utf8' });
   const screen = async (colours = false) => (await tmux('capture-pane', '-p', ...(colours ? ['-e'] : []), '-t', 'watch')).stdout;
 
-  /** Polls the screen until `check` holds; fails with the last screen in the message. */
-  async function screenUntil(what: string, check: (text: string) => boolean, timeoutMs = 20_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    let text = '';
-    while (Date.now() < deadline) {
-      text = await screen();
-      if (check(text)) return text;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`the screen never showed ${what}; last screen:\n${text}`);
-  }
+  /** Waits for a screen on which `check` holds; fails with the last screen in the message. */
+  const screenUntil = (what: string, check: (text: string) => boolean, timeoutMs = 20_000): Promise<string> =>
+    vi.waitFor(
+      async () => {
+        const text = await screen();
+        if (!check(text)) throw new Error(`the screen never showed ${what}; last screen:\n${text}`);
+        return text;
+      },
+      { timeout: timeoutMs, interval: 100 },
+    );
 
   const rowsOf = (text: string, endpointId: number) => text.split('\n').filter((line) => line.includes(` #${endpointId} 127.0.0.1:`));
 

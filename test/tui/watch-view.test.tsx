@@ -1,13 +1,13 @@
 // Component tests of `panelctl watch`: the app rendered into ink-testing-library's fake
 // terminal, fed by a scripted source, driven by key presses on its stdin.
 import React from 'react';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, render } from 'ink-testing-library';
 import { WatchApp } from '../../src/cli/ui/app.js';
 import { formatTime } from '../../src/cli/ui/format.js';
 import { initialState, reducer, WatchStore } from '../../src/cli/ui/state.js';
 import { WatchView } from '../../src/cli/ui/view.js';
-import { ENDPOINTS, entry, KEYS, NOW, ScriptedSource, settle } from './fixtures.js';
+import { ENDPOINTS, entry, KEYS, NOW, ScriptedSource, trackFrames } from './fixtures.js';
 
 afterEach(() => cleanup());
 
@@ -28,27 +28,35 @@ function mount(options: { endpointId?: number; failedOnly?: boolean; rows?: numb
   );
   const frame = () => app.lastFrame() ?? '';
   const lines = () => frame().split('\n');
-  /** The table line of the row showing log entry `id` (matched by its delivery's time). */
+  const rendered = trackFrames(app, store);
+  /** Resolves once the app has started its source (and reads keys) and the screen shows the store's current state. */
+  const shown = async () => {
+    await vi.waitFor(() => expect(source.started).toBe(1));
+    await rendered();
+  };
   const press = async (...keys: string[]) => {
     for (const key of keys) {
       app.stdin.write(key);
-      await settle();
+      // ink takes most keys as they are written; a lone Esc (maybe the start of a sequence) it
+      // passes on from a setImmediate queued by that write, which runs before this one.
+      if (key === KEYS.escape) await new Promise((resolve) => setImmediate(resolve));
+      await shown();
     }
   };
-  return { app, source, store, frame, lines, press };
+  return { app, source, store, frame, lines, press, shown };
 }
 
 const rowOf = (lines: string[], text: string) => lines.find((line) => line.includes(text)) ?? '';
 
 describe('watch view: rows from entries', () => {
   it('renders one row per attempt, newest on top, with time, endpoint id and host, event, attempt, code, duration and result', async () => {
-    const { source, lines, frame } = mount();
-    await settle();
+    const { source, lines, frame, shown } = mount();
+    await shown();
     const ok = entry({ id: 10, endpoint_id: 1, event: 'site.created', status_code: 200, duration_ms: 42, success: true });
     const failed = entry({ id: 11, endpoint_id: 2, event: 'subscription.suspended', status_code: 500, duration_ms: 1530, success: false, delivery_id: 'dx' });
     source.dispatch({ type: 'endpoints', endpoints: ENDPOINTS });
     source.dispatch({ type: 'entries', entries: [ok, failed] });
-    await settle();
+    await shown();
 
     const table = lines();
     const okRow = rowOf(table, 'site.created');
@@ -63,8 +71,8 @@ describe('watch view: rows from entries', () => {
   });
 
   it('marks retries (attempt 2/2↻) and a failure once its retry also failed; a connection error shows ERR', async () => {
-    const { source, lines } = mount();
-    await settle();
+    const { source, lines, shown } = mount();
+    await shown();
     source.dispatch({
       type: 'entries',
       entries: [
@@ -72,7 +80,7 @@ describe('watch view: rows from entries', () => {
         entry({ id: 21, delivery_id: 'same', attempt: 2, status_code: 0, success: false, duration_ms: 10_000 }),
       ],
     });
-    await settle();
+    await shown();
     const retry = rowOf(lines(), '2/2↻');
     expect(retry).toMatch(/ERR\s+10\.0s\s+✗ FAILED/);
     // The first attempt is no longer "retrying": its retry has been seen.
@@ -80,8 +88,8 @@ describe('watch view: rows from entries', () => {
   });
 
   it('shows the daemon URL, the connection state and the counts of the last minutes in the header', async () => {
-    const { source, frame, lines } = mount({ endpointId: 2 });
-    await settle();
+    const { source, frame, lines, shown } = mount({ endpointId: 2 });
+    await shown();
     expect(lines()[0]).toContain('https://127.0.0.1:3443');
     expect(lines()[0]).toContain('endpoint #2');
     expect(lines()[0]).toContain('connecting');
@@ -97,23 +105,23 @@ describe('watch view: rows from entries', () => {
         entry({ id: 34, success: false, created_at: new Date(NOW - 10 * 60_000).toISOString() }),
       ],
     });
-    await settle();
+    await shown();
     expect(lines()[0]).toContain('● connected');
     expect(lines()[1]).toContain('last 5 min: 4 sent · 2 ok · 2 failed · 1 retry pending');
     source.dispatch({ type: 'connection', state: 'reconnecting', detail: 'connection refused' });
-    await settle();
+    await shown();
     expect(frame()).toContain('↻ reconnecting: connection refused');
     // A long reason is cut to the line, never wrapped into the table.
     source.dispatch({ type: 'connection', state: 'reconnecting', detail: `cannot connect: ${'x'.repeat(300)}` });
-    await settle();
+    await shown();
     expect(lines()[0]).toContain('https://127.0.0.1:3443');
     expect(lines()[0].length).toBeLessThanOrEqual(SIZE.columns);
     expect(lines()[2]).toContain('TIME');
   });
 
   it('says it is waiting when there is nothing yet, and keeps the help line on screen', async () => {
-    const { frame, lines } = mount();
-    await settle();
+    const { frame, lines, shown } = mount();
+    await shown();
     expect(frame()).toContain('waiting for deliveries');
     expect(lines().at(-1)).toContain('q quit');
     expect(lines()).toHaveLength(SIZE.rows);
@@ -123,7 +131,7 @@ describe('watch view: rows from entries', () => {
 describe('watch view: keys', () => {
   async function withRows(rows?: number) {
     const mounted = mount({ rows });
-    await settle();
+    await mounted.shown();
     mounted.source.dispatch({ type: 'endpoints', endpoints: ENDPOINTS });
     mounted.source.dispatch({
       type: 'entries',
@@ -133,7 +141,7 @@ describe('watch view: keys', () => {
         entry({ id: 42, event: 'backup.completed' }),
       ],
     });
-    await settle();
+    await mounted.shown();
     return mounted;
   }
   const selected = (lines: string[]) => lines.find((line) => line.startsWith('› ')) ?? '';
@@ -152,11 +160,11 @@ describe('watch view: keys', () => {
   });
 
   it('scrolls the table to keep the selection on screen (G/End to the oldest, g/Home back)', async () => {
-    const { lines, press, source } = mount({ rows: 10 });
-    await settle();
+    const { lines, press, source, shown } = mount({ rows: 10 });
+    await shown();
     const events = ['site.created', 'site.deleted', 'domain.created', 'domain.deleted', 'database.created', 'database.deleted', 'email.created', 'ftp.created'];
     source.dispatch({ type: 'entries', entries: events.map((event, i) => entry({ id: 80 + i, event })) });
-    await settle();
+    await shown();
     expect(lines()).toHaveLength(10);
     expect(lines().join('\n')).not.toContain('site.created'); // the oldest, off screen
     await press('G');
@@ -167,10 +175,10 @@ describe('watch view: keys', () => {
   });
 
   it('keeps the selected entry selected when newer entries arrive', async () => {
-    const { lines, press, source } = await withRows();
+    const { lines, press, source, shown } = await withRows();
     await press('j');
     source.dispatch({ type: 'entries', entries: [entry({ id: 43, event: 'ftp.created' })] });
-    await settle();
+    await shown();
     expect(selected(lines())).toContain('site.deleted');
   });
 
@@ -222,8 +230,8 @@ describe('watch view: keys', () => {
   });
 
   it('scrolls a long detail pane', async () => {
-    const { frame, press, source } = mount({ rows: 12 });
-    await settle();
+    const { frame, press, source, shown } = mount({ rows: 12 });
+    await shown();
     const long = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n');
     source.dispatch({ type: 'entries', entries: [entry({ id: 50, response: long })] });
     await press(KEYS.enter);
@@ -245,9 +253,9 @@ describe('watch view: keys', () => {
     expect(frame()).toContain('site.created');
 
     const failedFirst = mount({ failedOnly: true });
-    await settle();
+    await failedFirst.shown();
     failedFirst.source.dispatch({ type: 'entries', entries: [entry({ id: 60, event: 'email.created' })] });
-    await settle();
+    await failedFirst.shown();
     expect(failedFirst.frame()).not.toContain('email.created');
     expect(failedFirst.frame()).toContain('no attempt matches the filters');
   });
@@ -297,8 +305,7 @@ describe('watch view: keys', () => {
     await press('j');
     expect(frame()).toContain('› ');
     release();
-    await settle();
-    expect(frame()).toContain('test event to endpoint #2: failed, HTTP 500 after 12ms, a retry follows (log entry #70)');
+    await vi.waitFor(() => expect(frame()).toContain('test event to endpoint #2: failed, HTTP 500 after 12ms, a retry follows (log entry #70)'));
     expect(frame()).toContain('webhook.test');
   });
 
@@ -308,19 +315,18 @@ describe('watch view: keys', () => {
       throw new Error('webhook endpoint 2 not found');
     };
     await press('j', 'r');
-    await settle();
     expect(source.redeliveries).toEqual([[2, 41]]);
-    expect(frame()).toContain('redelivery of entry #41 to endpoint #2: webhook endpoint 2 not found');
+    await vi.waitFor(() => expect(frame()).toContain('redelivery of entry #41 to endpoint #2: webhook endpoint 2 not found'));
   });
 
   it('t with no entry yet tests the --endpoint one, and says so when there is none', async () => {
     const scoped = mount({ endpointId: 5 });
-    await settle();
+    await scoped.shown();
     await scoped.press('t');
     expect(scoped.source.tests).toEqual([5]);
 
     const plain = mount();
-    await settle();
+    await plain.shown();
     await plain.press('t', 'r');
     expect(plain.source.tests).toEqual([]);
     expect(plain.frame()).toContain('nothing to redeliver: select an attempt first');
@@ -330,13 +336,13 @@ describe('watch view: keys', () => {
     const { press, source } = await withRows();
     expect(source.started).toBe(1);
     await press('q');
-    expect(source.stopped).toBe(1);
+    await vi.waitFor(() => expect(source.stopped).toBe(1));
   });
 
   it('Ctrl+C quits, even while typing a filter', async () => {
     const { press, source } = await withRows();
     await press('/', 'a', KEYS.ctrlC);
-    expect(source.stopped).toBe(1);
+    await vi.waitFor(() => expect(source.stopped).toBe(1));
   });
 });
 
@@ -368,14 +374,14 @@ describe('watch view: the pure parts', () => {
 
 describe('watch view: the queue in the header', () => {
   it('shows the daemon\'s pending deliveries and the oldest one\'s age once known, nothing before', async () => {
-    const { source, lines } = mount();
-    await settle();
+    const { source, lines, shown } = mount();
+    await shown();
     expect(lines()[1]).not.toContain('queue');
     source.dispatch({ type: 'queue', queue: { pending: 12, oldestAgeSeconds: 185 } });
-    await settle();
+    await shown();
     expect(lines()[1]).toContain('· queue 12 (oldest 3m 5s)');
     source.dispatch({ type: 'queue', queue: { pending: 0, oldestAgeSeconds: null } });
-    await settle();
+    await shown();
     expect(lines()[1]).toContain('· queue 0');
   });
 });

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { Command } from 'commander';
 import { EXIT } from '../../shared/errors.js';
 import type { LoginResult } from '../../shared/api/users.js';
-import { ApiClient, ApiRequestError } from '../api-client.js';
+import { ApiRequestError } from '../api-client.js';
 import type { Context } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import { promptHidden, promptLine, readSecretFromStdin } from '../prompt.js';
@@ -46,7 +46,7 @@ export async function loginRun(ctx: Context, options: LoginOptions): Promise<voi
   ctx.followRunningDaemon();
   // No token on the login request itself, whatever is stored or set in the environment.
   const baseUrl = ctx.baseUrl();
-  const client = new ApiClient({ baseUrl, caFile: ctx.caFile(), whenRefused: () => ctx.refusedAdvice(baseUrl) });
+  const client = ctx.newClient({ baseUrl, caFile: ctx.caFile(), whenRefused: () => ctx.refusedAdvice(baseUrl) });
   const body: { email: string; password: string; totp_code?: string } = { email, password };
   if (options.totp) body.totp_code = options.totp.trim();
   let result: LoginResult;

@@ -2,7 +2,6 @@
 // effort: an unreachable daemon or an already expired token does not keep you logged in),
 // then forgets the stored URL and token.
 import { Command } from 'commander';
-import { ApiClient } from '../api-client.js';
 import type { Context } from '../context.js';
 
 export function logoutCommand(ctx: Context): Command {
@@ -11,7 +10,7 @@ export function logoutCommand(ctx: Context): Command {
 
 /** Asks the daemon to refuse the token from now on; false when it could not (unreachable, expired, refused). */
 async function revoke(ctx: Context, url: string, token: string): Promise<boolean> {
-  const client = new ApiClient({ baseUrl: url, token, tokenSource: 'stored', caFile: ctx.caFile(), timeoutMs: 5_000 });
+  const client = ctx.newClient({ baseUrl: url, token, tokenSource: 'stored', caFile: ctx.caFile(), timeoutMs: 5_000 });
   try {
     await client.call('POST', '/auth/logout');
     return true;

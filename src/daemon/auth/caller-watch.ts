@@ -7,7 +7,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Change } from '../../store/store.js';
-import { presentedCredential, principalOf, recheckCredential } from '../plugins/auth.js';
+import { presentedCredential, principalOf } from '../plugins/auth.js';
+import { lookUpCaller } from './callers.js';
 import type { Principal } from '../services.js';
 
 /**
@@ -81,7 +82,8 @@ export function watchCaller(app: FastifyInstance, request: FastifyRequest, end: 
         again = false;
         if (!credential) return finish('authentication required');
         try {
-          const fresh = await recheckCredential(app, credential);
+          // Past the cache: the change that asked for this check may not have reached it yet.
+          const fresh = await lookUpCaller(app, credential);
           if (fresh.principal.userId !== principal.userId || fresh.principal.role !== principal.role) {
             return finish(`the account's role changed to ${fresh.principal.role}; open the stream again`);
           }

@@ -17,12 +17,7 @@ export interface TokenClaims {
 
 export class TokenError extends Error {}
 
-/** Verified tokens kept so a client's repeated requests do not pay the signature check again. */
-const VERIFIED_CACHE_SIZE = 1000;
-
 export class TokenService {
-  readonly #verified = new Map<string, TokenClaims>();
-
   constructor(
     private readonly secret: Uint8Array,
     private readonly clock: () => number = Date.now,
@@ -39,23 +34,11 @@ export class TokenService {
       .sign(this.secret);
   }
 
+  /**
+   * Checks the signature (HS256 only), the expiry and the required claims. Not cached here: a
+   * request's caller, claims included, is cached once, by the daemon's caller cache.
+   */
   async verify(token: string): Promise<TokenClaims> {
-    // The cache is keyed by the whole token, so only byte-identical tokens whose signature was
-    // checked hit it; expiry is checked again on every use. Checks on the user (deleted, password
-    // changed since iat) happen after this, for cached and fresh claims alike.
-    const cached = this.#verified.get(token);
-    if (cached) {
-      if (cached.exp * 1000 > this.clock()) return cached;
-      this.#verified.delete(token);
-      throw new TokenError('token expired: log in again');
-    }
-    const claims = await this.#verifySignature(token);
-    if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value!);
-    this.#verified.set(token, claims);
-    return claims;
-  }
-
-  async #verifySignature(token: string): Promise<TokenClaims> {
     try {
       const { payload } = await jwtVerify(token, this.secret, {
         algorithms: ['HS256'],

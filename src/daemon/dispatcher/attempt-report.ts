@@ -5,7 +5,7 @@
 // stream (`event: endpoint`).
 import type { FastifyInstance } from 'fastify';
 import type { DeliveryLogEntry, WebhookRecord } from '../../store/types.js';
-import { MAX_ATTEMPTS } from './dispatcher.js';
+import { MAX_ATTEMPTS } from '../../shared/webhook-protocol.js';
 import { computeHealth, entryReason } from './health.js';
 
 /** The endpoint without its secret, as notices carry it. */

@@ -5,7 +5,7 @@
 // libraries and refuse replays by timestamp.
 import { createHmac } from 'node:crypto';
 import type { DeliveryRecord, WebhookRecord } from '../../store/types.js';
-import { USER_AGENT } from './dispatcher.js';
+import { HEADER, USER_AGENT } from '../../shared/webhook-protocol.js';
 import { signature } from './signer.js';
 export const SIGNATURE_SCHEMES = ['seed', 'standard-webhooks'] as const;
 export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
@@ -49,17 +49,17 @@ export function standardSignature(id: string, timestampSeconds: number, body: st
  */
 export function deliveryHeaders(endpoint: WebhookRecord, delivery: DeliveryRecord, nowMs: number): Record<string, string> {
   const headers: Record<string, string> = {
-    'Content-Type': 'application/json',
-    'User-Agent': USER_AGENT,
-    'X-Webhook-Event': delivery.event,
-    'X-Webhook-Signature': signature(delivery.body, endpoint.secret),
-    'X-Webhook-Delivery': delivery.id,
+    [HEADER.contentType]: 'application/json',
+    [HEADER.userAgent]: USER_AGENT,
+    [HEADER.event]: delivery.event,
+    [HEADER.signature]: signature(delivery.body, endpoint.secret),
+    [HEADER.delivery]: delivery.id,
   };
   if (endpoint.signature === 'standard-webhooks' && standardKey(endpoint.secret)) {
     const timestamp = Math.floor(nowMs / 1000);
-    headers['webhook-id'] = delivery.id;
-    headers['webhook-timestamp'] = String(timestamp);
-    headers['webhook-signature'] = standardSignature(delivery.id, timestamp, delivery.body, endpoint.secret);
+    headers[HEADER.standardId] = delivery.id;
+    headers[HEADER.standardTimestamp] = String(timestamp);
+    headers[HEADER.standardSignature] = standardSignature(delivery.id, timestamp, delivery.body, endpoint.secret);
   }
   return headers;
 }

@@ -3,7 +3,7 @@
 // final outcome was, which the auto-disable and recovery both need.
 import type { LogHealth } from '../../store/store.js';
 import type { DeliveryLogEntry } from '../../store/types.js';
-import { MAX_ATTEMPTS } from './dispatcher.js';
+import { MAX_ATTEMPTS } from '../../shared/webhook-protocol.js';
 /**
  * A failed first attempt with no retry in the log after this long is taken as final: the retry
  * is made 2 s after the failure and bounded by 10 s, so it was cancelled (the endpoint was

@@ -3,7 +3,8 @@
 // retries and logs its deliveries like any other; only the last step differs: instead of
 // opening a connection (the daemon gets no exception from the SSRF guard), the attempt is
 // pushed to the CLI over its event stream, and the CLI reports how the request it made went.
-import { truncateUtf8, ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES, type AttemptResult, type LocalTargets } from './sender.js';
+import { truncateUtf8, type AttemptResult, type LocalTargets } from './sender.js';
+import { ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from '../../shared/webhook-protocol.js';
 import { statusReason, timeoutReason } from './failure-reason.js';
 
 export const LISTEN_SCHEME = 'listen:';

@@ -8,9 +8,7 @@ import { createSecureContext, rootCertificates, type SecureContext } from 'node:
 import { Agent, buildConnector } from 'undici';
 import { errorReason, statusReason, timeoutReason } from './failure-reason.js';
 import { BlockedTargetError, checkLiteralHost, guardedLookup } from './ssrf.js';
-
-export const ATTEMPT_TIMEOUT_MS = 10_000;
-export const MAX_RESPONSE_BYTES = 4096;
+import { ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from '../../shared/webhook-protocol.js';
 
 export interface AttemptResult {
   /** HTTP status; 0 when no answer came (connection error, refusal, time-out). */

@@ -3,18 +3,17 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EVENT_CATALOGUE, EVENT_NAMES, eventDataSchema, type EventType } from '../../shared/events.js';
 import { payloadBody } from '../dispatcher/bus.js';
-import { MAX_ATTEMPTS, RETRY_DELAY_MS, USER_AGENT } from '../dispatcher/dispatcher.js';
-import { ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from '../dispatcher/sender.js';
+import { LOG_RETENTION } from '../../store/store.js';
+import { ATTEMPT_TIMEOUT_MS, MAX_ATTEMPTS, MAX_RESPONSE_BYTES, RETRY_DELAY_MS, USER_AGENT } from '../../shared/webhook-protocol.js';
 import { signature } from '../dispatcher/signer.js';
 
-/** Facts of the delivery protocol, read from the dispatcher that implements it. */
+/** Facts of the delivery protocol (src/shared/webhook-protocol.ts), as the docs quote them. */
 export const WEBHOOK_PROTOCOL = {
   userAgent: USER_AGENT,
   timeoutSeconds: ATTEMPT_TIMEOUT_MS / 1000,
   retryDelaySeconds: RETRY_DELAY_MS / 1000,
   attempts: MAX_ATTEMPTS,
-  // The store contract keeps the last 100 attempts of each endpoint (DeliveryLogRepository).
-  logEntriesKept: 100,
+  logEntriesKept: LOG_RETENTION,
   responseBytesKept: MAX_RESPONSE_BYTES,
 } as const;
 

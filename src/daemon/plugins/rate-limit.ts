@@ -1,15 +1,16 @@
-// Variant A of section 8, with @fastify/rate-limit: fixed one-minute windows for /auth/login
-// (per IP), password reset (forgot + reset, one window per IP) and everything else under /api/v1
-// (per user, per IP when unauthenticated). Limits are read from the settings on every request,
-// so a change applies at once. Windows live in the store's limiter repository, counted by one
-// atomic hit each (so several daemons of one database share them), and survive a restart.
+// Variant A of section 8: fixed one-minute windows for /auth/login (per IP), password reset
+// (forgot + reset, one window per IP) and everything else under /api/v1 (per user, per IP when
+// unauthenticated). Limits are read from the settings on every request, so a change applies at
+// once. Windows live in the store's limiter repository, counted by one atomic `countRequest`
+// each (so several daemons of one database share them; written lazily, they survive a restart
+// less the last second), and a request that leaves room in its window does not wait for it.
 // Active when `rate_limit_mode` is `requests` or `both`. Also prunes ended windows and lockouts
 // of both variants.
-import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Settings } from '../../shared/settings.js';
+import { isUnavailable, UnavailableLog } from '../unavailable-log.js';
 import { routeOf } from './auth.js';
 
 export type LimitScope = 'login' | 'reset' | 'user';
@@ -32,24 +33,84 @@ const LIMIT_SETTING: Record<LimitScope, keyof Settings> = {
   user: 'rate_limit_user_per_minute',
 };
 
-/** A @fastify/rate-limit store over the limiter repository: one fixed window per key. */
-function limiterStoreFor(app: FastifyInstance) {
-  return class LimiterStore implements FastifyRateLimitStore {
-    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow = WINDOW_MS): void {
-      const now = app.clock();
-      // The time left is taken when the count arrives: the reset header adds it to the clock
-      // then, and time left as of the hit (before a database round trip) put the reset a second
-      // late whenever the window ended within that round trip of a whole second.
-      app.store.limiter.hit(key, timeWindow, now, { durable: false }).then(
-        (record) => callback(null, { current: record.count, ttl: Math.max(0, record.window_start + timeWindow - app.clock()) }),
-        (error: Error) => callback(error),
-      );
-    }
+/** How old this daemon's view of a window may be to admit a request without waiting for its count. */
+const VIEW_FRESH_MS = 1_000;
 
-    child(): FastifyRateLimitStore {
-      return this;
+/** A window as this daemon last heard of it from the store, and its hits the store has not answered yet. */
+interface WindowState {
+  /** The store's newest answer: its count, the window's start and when it came (epoch ms); null before one. */
+  view: { count: number; windowStart: number; answeredAt: number } | null;
+  /** This daemon's hits of the window sent and not answered yet. */
+  out: number;
+}
+
+/** A request's place in its window: the count with it, and when the window started (epoch ms). */
+interface Counted {
+  count: number;
+  windowStart: number;
+}
+
+/** Windows known at most; past it they start over (each key's next request waits once). */
+const WINDOWS_MOST = 10_000;
+
+/**
+ * Counts requests in the store's request windows (`limiter.countRequest`), every request
+ * exactly once, and decides without waiting for the count when it can.
+ *
+ * While this daemon's view of a window is fresh (answered by the store within VIEW_FRESH_MS, in
+ * the same window) and leaves room for the request after every hit of ours still out, the
+ * request is admitted at once, and its hit is counted beside the handler. At the limit, with no
+ * view or a stale one, the request waits for the store's count: the request that decides a 429
+ * is decided by the shared count. On one daemon the view is exact (each hit of its own is in the
+ * answered count or still out); with several daemons on one database it lacks the other
+ * daemons' hits since the last answer (a round trip under load, VIEW_FRESH_MS at most), so a
+ * client spread over them can pass the limit by that many requests before it gets 429.
+ * @example
+ * const windows = new RequestWindows(app);
+ * const counted = windows.count('rl:user:7', 120);
+ * const { count } = counted instanceof Promise ? await counted : counted;
+ */
+class RequestWindows {
+  readonly #windows = new Map<string, WindowState>();
+  /** A store that is down fails every count admitted early: said once per interval. */
+  readonly #unavailable = new UnavailableLog();
+
+  constructor(private readonly app: FastifyInstance) {}
+
+  count(key: string, max: number): Counted | Promise<Counted> {
+    const now = this.app.clock();
+    let state = this.#windows.get(key);
+    if (!state) {
+      if (this.#windows.size >= WINDOWS_MOST) this.#windows.clear();
+      this.#windows.set(key, (state = { view: null, out: 0 }));
     }
-  };
+    const { view } = state;
+    const fresh = view !== null && now < view.windowStart + WINDOW_MS && now - view.answeredAt <= VIEW_FRESH_MS;
+    const room = fresh && view.count + state.out + 1 < max;
+    state.out++;
+    const window = state;
+    const counting = this.app.store.limiter.countRequest(key, WINDOW_MS, now).then(
+      (record) => {
+        window.out--;
+        const newer = !window.view || window.view.windowStart !== record.window_start || window.view.count < record.count;
+        if (newer) window.view = { count: record.count, windowStart: record.window_start, answeredAt: this.app.clock() };
+        return { count: record.count, windowStart: record.window_start };
+      },
+      (error: unknown) => {
+        // The view no longer says where the window is: the next request waits for the store.
+        window.out--;
+        window.view = null;
+        throw error;
+      },
+    );
+    if (!room) return counting;
+    counting.catch((error: unknown) => {
+      const message = 'a request admitted at once could not be counted in its window';
+      if (isUnavailable(error)) this.#unavailable.note(error, message, (details, line) => this.app.log.warn(details, line));
+      else this.app.log.error({ err: error }, message);
+    });
+    return { count: view!.count + state.out, windowStart: view!.windowStart };
+  }
 }
 
 function clientKey(request: FastifyRequest, scope: LimitScope): string {
@@ -59,41 +120,40 @@ function clientKey(request: FastifyRequest, scope: LimitScope): string {
 
 export default fp(
   async function requestLimits(app: FastifyInstance) {
-    await app.register(rateLimit, { global: false, store: limiterStoreFor(app) as never });
+    const windows = new RequestWindows(app);
 
-    const limiters = Object.fromEntries(
-      (Object.keys(LIMIT_SETTING) as LimitScope[]).map((scope) => [
-        scope,
-        app.createRateLimit({
-          timeWindow: WINDOW_MS,
-          keyGenerator: (request) => clientKey(request, scope),
-          max: () => app.settings.current()[LIMIT_SETTING[scope]] as number,
-        }),
-      ]),
-    ) as Record<LimitScope, ReturnType<FastifyInstance['createRateLimit']>>;
-
-    const limit = async (request: FastifyRequest, reply: FastifyReply) => {
-      const scope = (!request.is404 && routeOf(request).config.limit) || 'user';
-      const result = await limiters[scope](request);
-      if (result.isAllowed) return;
-      // The plugin's own headers give seconds until the reset; section 8 wants the Unix time.
-      const resetAt = Math.ceil((app.clock() + result.ttl) / 1000);
-      reply.header('x-ratelimit-limit', result.max);
-      reply.header('x-ratelimit-remaining', result.remaining);
-      reply.header('x-ratelimit-reset', resetAt);
-      if (result.isExceeded) {
-        app.metrics.rateLimited(scope);
-        throw new ApiError('RATE_LIMITED', `too many requests: at most ${result.max} per minute here; retry in ${result.ttlInSeconds} s`, {
-          headers: { 'retry-after': String(Math.max(1, result.ttlInSeconds)) },
-        });
-      }
+    /** Sets the headers of section 8 and refuses the request when it is over the limit. */
+    const answer = (reply: FastifyReply, scope: LimitScope, max: number, { count, windowStart }: Counted) => {
+      const resetMs = windowStart + WINDOW_MS;
+      reply.header('x-ratelimit-limit', max);
+      reply.header('x-ratelimit-remaining', Math.max(0, max - count));
+      reply.header('x-ratelimit-reset', Math.ceil(resetMs / 1000));
+      if (count <= max) return;
+      app.metrics.rateLimited(scope);
+      const retryIn = Math.max(1, Math.ceil((resetMs - app.clock()) / 1000));
+      throw new ApiError('RATE_LIMITED', `too many requests: at most ${max} per minute here; retry in ${retryIn} s`, {
+        headers: { 'retry-after': String(retryIn) },
+      });
     };
-    // Every request passes here; in `lockout` mode (and for exempt routes) it goes on at once,
-    // without a promise or a turn of the microtask queue.
+
+    // Every request passes here; in `lockout` mode, for exempt routes and while the window's view
+    // leaves room, it goes on at once, without a promise or a turn of the microtask queue.
     app.addHook('onRequest', (request, reply, done) => {
       if (!request.url.startsWith('/api/v1/') || EXEMPT_ROUTES.has(routeOf(request).url ?? '')) return done();
-      if (app.settings.current().rate_limit_mode === 'lockout') return done();
-      limit(request, reply).then(() => done(), done);
+      const settings = app.settings.current();
+      if (settings.rate_limit_mode === 'lockout') return done();
+      const scope = (!request.is404 && routeOf(request).config.limit) || 'user';
+      const max = settings[LIMIT_SETTING[scope]] as number;
+      const counted = windows.count(clientKey(request, scope), max);
+      if (!(counted instanceof Promise)) {
+        try {
+          answer(reply, scope, max, counted);
+        } catch (error) {
+          return done(error as Error);
+        }
+        return done();
+      }
+      counted.then((known) => answer(reply, scope, max, known)).then(() => done(), done);
     });
 
     const prune = async () => {

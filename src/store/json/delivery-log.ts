@@ -53,8 +53,8 @@ export interface DeliveryLogHost {
    * no longer be handed out again after a crash (an entry is announced the moment it is written).
    */
   reserveIds(count: number): { first: number; saved: Promise<void> };
-  /** Told of each appended entry (the store's change feed). */
-  appended(entry: DeliveryLogEntry): void;
+  /** Told of the entries of each append, once written (the store's change feed). */
+  appended(entries: DeliveryLogEntry[]): void;
 }
 
 export class JsonDeliveryLog implements DeliveryLogRepository {
@@ -116,10 +116,8 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
         await Promise.all(entries.map((entry) => this.#appendOne(entry)));
       }),
     );
-    for (const entry of full) {
-      this.#latest.push(entry);
-      this.host.appended(entry);
-    }
+    this.#latest.push(...full);
+    this.host.appended(full);
     if (this.#latest.length > RECENT * 2) this.#latest = this.#latest.slice(-RECENT);
     return full;
   }
@@ -128,7 +126,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return this.#latest.filter((entry) => entry.id > entryId).slice(0, limit);
   }
 
-  /** From the recent entries only: nothing asks this store for them (its feed carries whole entries). */
+  /** From the recent entries only: the feed announces an entry as it is appended, so those asked for are among them. */
   async getMany(ids: readonly number[]): Promise<DeliveryLogEntry[]> {
     const wanted = new Set(ids);
     return this.#latest.filter((entry) => wanted.has(entry.id));

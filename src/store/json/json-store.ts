@@ -18,7 +18,6 @@ import {
   repositoriesOf,
   type Change,
   type ChangeFeed,
-  type PublishTaker,
   type Repositories,
   type Store,
   type StoreInfo,
@@ -76,7 +75,6 @@ class Mutex {
 }
 
 class LocalFeed implements ChangeFeed {
-  readonly synchronous = true;
   readonly #listeners = new Set<(change: Change) => void>();
 
   subscribe(listener: (change: Change) => void): () => void {
@@ -115,7 +113,6 @@ export class JsonStore implements Store {
   readonly #context = NESTING_CHECKS ? new AsyncLocalStorage<Writer>() : null;
   readonly #usageFlushMs: number;
   readonly #readOnly: boolean;
-  #publishTaker: PublishTaker | null = null;
   #commitObserver: ((seconds: number) => void) | null = null;
   /** Why the last journal write failed, until one succeeds again (see ready). */
   #writeFailure: string | null = null;
@@ -149,14 +146,13 @@ export class JsonStore implements Store {
       paths.deliveriesDir,
       {
         reserveIds: (count) => this.#journal.reserveLogIds(state.counters, count),
-        appended: (entry) => this.changes.publish([{ kind: 'log', entry }]),
+        appended: (entries) => this.changes.publish([{ kind: 'logged', ids: entries.map((entry) => entry.id) }]),
       },
       ops,
     );
     const repositories = new JsonRepositories(state, (change, runOptions) => this.#run(change, runOptions), this.deliveryLog, {
       removeLogs: (ids) => this.#removeLogs(ids),
       touched: (id) => this.#touch(id),
-      taker: () => this.#publishTaker,
     });
     Object.assign(this, repositoriesOf(repositories));
   }
@@ -203,10 +199,6 @@ export class JsonStore implements Store {
       });
       return this.#context ? this.#context.run(writer, () => fn(tx)) : fn(tx);
     });
-  }
-
-  takeOnPublish(taker: PublishTaker | null): void {
-    this.#publishTaker = taker;
   }
 
   observeCommits(observer: ((seconds: number) => void) | null): void {

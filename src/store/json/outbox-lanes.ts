@@ -1,8 +1,11 @@
-// Claims of the JSON store's outbox: pending deliveries indexed per endpoint (new ones and
-// retries, each in due order), with leases held in memory. One process owns a JSON store, so a
-// lease never has to outlive it: after a crash every pending delivery is offered again, which
-// is what an expired lease means. Claiming serves endpoints in turn, so one endpoint's backlog
-// does not hold back the others.
+// Claims of the JSON store's outbox: pending deliveries indexed per endpoint (a lane: new ones
+// and retries, each in due order), with leases held in memory. One process owns a JSON store,
+// so a lane never has to outlive it: after a crash every pending delivery is offered again,
+// which is what an expired lease means.
+//
+// A claim is one walk over the due deliveries in due order (`next_attempt_at`, then creation):
+// a merge of the lanes' heads, so an endpoint that has had its `perEndpoint` (or is skipped)
+// drops out of the walk instead of being passed over delivery by delivery.
 import type { ClaimOptions } from '../store.js';
 import type { Pending } from './outbox-table.js';
 
@@ -10,7 +13,10 @@ import type { Pending } from './outbox-table.js';
 interface Lane {
   owner: number | null;
   fresh: Set<Pending>;
+  /** In due order (kept so on insert: see #add). */
   retries: Set<Pending>;
+  /** The latest due time a retry was added with: one added earlier than it re-sorts the set. */
+  retriesUpTo: number;
 }
 
 interface Lease {
@@ -18,8 +24,21 @@ interface Lease {
   until: number;
 }
 
+/** A lane in the claim's walk: its due, free deliveries in due order, the next one first. */
+interface Cursor {
+  next: Pending;
+  rest: Iterator<Pending>;
+  taken: number;
+}
+
+/** Due order: when due, then when published, then id (a stable order for equal times). */
+function before(a: Pending, b: Pending): boolean {
+  if (a.next_attempt_at !== b.next_attempt_at) return a.next_attempt_at < b.next_attempt_at;
+  if (a.group.created_at !== b.group.created_at) return a.group.created_at < b.group.created_at;
+  return a.id < b.id;
+}
+
 export class OutboxLanes {
-  /** Endpoints with pending deliveries; an endpoint served by a claim moves to the end (turns). */
   readonly #lanes = new Map<number, Lane>();
   readonly #leases = new Map<string, Lease>();
   /**
@@ -59,65 +78,7 @@ export class OutboxLanes {
         if (delivery && delivery.next_attempt_at <= now && this.#free(id, now)) taken.push(delivery);
         if (taken.length >= limit) break;
       }
-    } else {
-      const skipEndpoints = new Set(options.skipEndpoints ?? []);
-      const skipOwners = new Set(options.skipOwners ?? []);
-      // What each owner may still take in this claim.
-      const ownerRoom = new Map(options.ownerRoom ?? []);
-      const roomOf = (owner: number | null) => (owner === null ? Infinity : (ownerRoom.get(owner) ?? options.perOwner ?? Infinity));
-      const served: number[] = [];
-      for (const [endpointId, lane] of this.#lanes) {
-        if (taken.length >= limit) break;
-        if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner))) continue;
-        const room = roomOf(lane.owner);
-        if (room <= 0) continue;
-        const before = taken.length;
-        this.#takeDue(lane, now, Math.min(options.perEndpoint, limit - taken.length, room), taken);
-        if (taken.length > before) served.push(endpointId);
-        if (lane.owner !== null) ownerRoom.set(lane.owner, room - (taken.length - before));
-      }
-      for (const endpointId of served) {
-        const lane = this.#lanes.get(endpointId)!;
-        this.#lanes.delete(endpointId);
-        this.#lanes.set(endpointId, lane);
-      }
-      taken.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
-    }
-    for (const delivery of taken) this.#leases.set(delivery.id, { owner: options.owner, until: now + options.leaseMs });
-    return taken;
-  }
-
-  /**
-   * Leases the new deliveries `ids` (just queued, in order) within a claim's room, as a claim
-   * would, but only of endpoints with no other claimable delivery: those go first, to the next claim.
-   */
-  leaseNew(options: ClaimOptions, ids: readonly string[], lookup: (id: string) => Pending | undefined): Pending[] {
-    const { now } = options;
-    const skipEndpoints = new Set(options.skipEndpoints ?? []);
-    const skipOwners = new Set(options.skipOwners ?? []);
-    const ownerRoom = new Map(options.ownerRoom ?? []);
-    const roomOf = (owner: number | null) => (owner === null ? Infinity : (ownerRoom.get(owner) ?? options.perOwner ?? Infinity));
-    const fresh = new Set(ids);
-    const perEndpoint = new Map<number, number>();
-    const waiting = new Map<number, boolean>();
-    const taken: Pending[] = [];
-    for (const id of ids) {
-      if (taken.length >= options.limit) break;
-      const delivery = lookup(id);
-      if (!delivery || delivery.next_attempt_at > now || !this.#free(id, now)) continue;
-      const endpointId = delivery.endpoint_id;
-      if (skipEndpoints.has(endpointId) || (delivery.owner_id !== null && skipOwners.has(delivery.owner_id))) continue;
-      let blocked = waiting.get(endpointId);
-      if (blocked === undefined) {
-        blocked = this.#claimableBesides(endpointId, now, fresh);
-        waiting.set(endpointId, blocked);
-      }
-      const count = perEndpoint.get(endpointId) ?? 0;
-      if (blocked || count >= options.perEndpoint || roomOf(delivery.owner_id) <= 0) continue;
-      perEndpoint.set(endpointId, count + 1);
-      if (delivery.owner_id !== null) ownerRoom.set(delivery.owner_id, roomOf(delivery.owner_id) - 1);
-      taken.push(delivery);
-    }
+    } else this.#walk(options, taken);
     for (const delivery of taken) this.#leases.set(delivery.id, { owner: options.owner, until: now + options.leaseMs });
     return taken;
   }
@@ -157,21 +118,65 @@ export class OutboxLanes {
   }
 
   /**
-   * Whether an endpoint has a claimable delivery other than `except`. Retries are in due order,
-   * so the look stops at the first not yet due; new deliveries are in queue order, the leased
-   * ones (a claimer's few) first.
+   * The claim's walk: the lanes not skipped enter with their first due, free delivery; the
+   * earliest is taken and its lane moves on, until `limit` are taken or every lane has had its
+   * `perEndpoint` or run out. A binary heap keeps the lanes by their next delivery.
    */
-  #claimableBesides(endpointId: number, now: number, except: Set<string>): boolean {
-    const lane = this.#lanes.get(endpointId);
-    if (!lane) return false;
-    for (const delivery of lane.retries) {
-      if (delivery.next_attempt_at > now) break;
-      if (this.#free(delivery.id, now)) return true;
+  #walk(options: ClaimOptions, taken: Pending[]): void {
+    const { now, limit, perEndpoint } = options;
+    if (perEndpoint <= 0) return;
+    const skipEndpoints = new Set(options.skipEndpoints ?? []);
+    const skipOwners = new Set(options.skipOwners ?? []);
+    const heap: Cursor[] = [];
+    for (const [endpointId, lane] of this.#lanes) {
+      if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner))) continue;
+      const rest = this.#due(lane, now);
+      const first = rest.next();
+      if (!first.done) heapPush(heap, { next: first.value, rest, taken: 0 });
     }
-    for (const delivery of lane.fresh) {
-      if (!except.has(delivery.id) && delivery.next_attempt_at <= now && this.#free(delivery.id, now)) return true;
+    while (heap.length > 0 && taken.length < limit) {
+      const cursor = heap[0];
+      taken.push(cursor.next);
+      cursor.taken++;
+      const following = cursor.taken < perEndpoint ? cursor.rest.next() : { done: true as const, value: undefined };
+      if (following.done) heapPop(heap);
+      else {
+        cursor.next = following.value;
+        siftDown(heap, 0);
+      }
     }
-    return false;
+  }
+
+  /**
+   * One lane's due, free deliveries in due order: its retries and new ones merged. The retries
+   * are kept in due order, so their walk stops at the first not yet due; new deliveries are in
+   * insertion order, which is due order for deliveries queued "now", and one queued for later
+   * is passed over, not waited for.
+   */
+  *#due(lane: Lane, now: number): Generator<Pending> {
+    const retries = this.#freeIn(lane.retries, now, true);
+    const fresh = this.#freeIn(lane.fresh, now, false);
+    let r = retries.next();
+    let f = fresh.next();
+    while (!r.done || !f.done) {
+      if (!r.done && (f.done || before(r.value, f.value))) {
+        yield r.value;
+        r = retries.next();
+      } else if (!f.done) {
+        yield f.value;
+        f = fresh.next();
+      }
+    }
+  }
+
+  *#freeIn(set: Set<Pending>, now: number, sorted: boolean): Generator<Pending> {
+    for (const delivery of set) {
+      if (delivery.next_attempt_at > now) {
+        if (sorted) return;
+        continue;
+      }
+      if (this.#free(delivery.id, now)) yield delivery;
+    }
   }
 
   #free(id: string, now: number): boolean {
@@ -180,33 +185,21 @@ export class OutboxLanes {
     return !lease || lease.until <= now;
   }
 
-  /**
-   * Up to `count` due, unleased deliveries of one lane in due order. Each map is in insertion
-   * order, which is due order for deliveries queued "now" and for retries (2 s after their
-   * attempt); one queued for later is passed over, not waited for.
-   */
-  #takeDue(lane: Lane, now: number, count: number, into: Pending[]): void {
-    const due: Pending[] = [];
-    for (const map of [lane.retries, lane.fresh]) {
-      let found = 0;
-      for (const delivery of map) {
-        if (found >= count) break;
-        if (delivery.next_attempt_at > now || !this.#free(delivery.id, now)) continue;
-        due.push(delivery);
-        found++;
-      }
-    }
-    due.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
-    into.push(...due.slice(0, count));
-  }
-
   #add(delivery: Pending): void {
     let lane = this.#lanes.get(delivery.endpoint_id);
     if (!lane) {
-      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set() };
+      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set(), retriesUpTo: 0 };
       this.#lanes.set(delivery.endpoint_id, lane);
     }
-    (delivery.attempts > 0 ? lane.retries : lane.fresh).add(delivery);
+    if (delivery.attempts === 0) {
+      lane.fresh.add(delivery);
+      return;
+    }
+    lane.retries.add(delivery);
+    // Retries made a fixed delay after their attempts arrive in due order; one due earlier than
+    // an earlier-added one (a schedule of different delays, a replay) puts the set back in order.
+    if (delivery.next_attempt_at < lane.retriesUpTo) lane.retries = new Set([...lane.retries].sort((a, b) => (before(a, b) ? -1 : 1)));
+    else lane.retriesUpTo = delivery.next_attempt_at;
   }
 
   #remove(delivery: Pending): void {
@@ -215,5 +208,36 @@ export class OutboxLanes {
     lane.fresh.delete(delivery);
     lane.retries.delete(delivery);
     if (lane.fresh.size === 0 && lane.retries.size === 0) this.#lanes.delete(delivery.endpoint_id);
+  }
+}
+
+function heapPush(heap: Cursor[], cursor: Cursor): void {
+  heap.push(cursor);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!before(heap[i].next, heap[parent].next)) break;
+    [heap[i], heap[parent]] = [heap[parent], heap[i]];
+    i = parent;
+  }
+}
+
+function heapPop(heap: Cursor[]): void {
+  const last = heap.pop()!;
+  if (heap.length === 0) return;
+  heap[0] = last;
+  siftDown(heap, 0);
+}
+
+function siftDown(heap: Cursor[], i: number): void {
+  for (;;) {
+    const left = 2 * i + 1;
+    const right = left + 1;
+    let least = i;
+    if (left < heap.length && before(heap[left].next, heap[least].next)) least = left;
+    if (right < heap.length && before(heap[right].next, heap[least].next)) least = right;
+    if (least === i) return;
+    [heap[i], heap[least]] = [heap[least], heap[i]];
+    i = least;
   }
 }

@@ -12,12 +12,10 @@ import {
   type DeliveryLogRepository,
   type DeliveryOutcome,
   type DeliveryTemplate,
-  type HitOptions,
   type IdRange,
   type LimiterRepository,
   type NewRecord,
   type OutboxRepository,
-  type PublishTaker,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -84,8 +82,6 @@ export class JsonRepositories implements Repositories {
       removeLogs(endpointIds: number[]): Promise<void>;
       /** An API key whose use was recorded in memory only. */
       touched(id: number): void;
-      /** The dispatcher taking deliveries as they are published (the store's own repositories only). */
-      taker?: () => PublishTaker | null;
     },
   ) {
     const removeWebhook = (w: Writer, id: number): WebhookRecord | undefined => {
@@ -324,20 +320,17 @@ export class JsonRepositories implements Repositories {
         }),
     };
 
+    /** One hit of `key`'s window at `now`: a window (or lock) that ended starts afresh. */
+    const countHit = (w: Writer, key: string, windowMs: number, now: number, durable: boolean) => {
+      const previous = state.limiter.get(key);
+      const ended = !previous || now >= previous.window_start + windowMs || (previous.locked_until !== 0 && previous.locked_until <= now);
+      const record: LimiterRecord = ended ? { key, count: 1, window_start: now, locked_until: 0 } : { ...previous, count: previous.count + 1 };
+      return w.put('limiter', record, durable);
+    };
     this.limiter = {
-      hit: (key: string, windowMs: number, now: number, options: HitOptions = {}) =>
-        run(
-          (w) => {
-            const previous = state.limiter.get(key);
-            const ended =
-              !previous || now >= previous.window_start + windowMs || (previous.locked_until !== 0 && previous.locked_until <= now);
-            const record: LimiterRecord = ended
-              ? { key, count: 1, window_start: now, locked_until: 0 }
-              : { ...previous, count: previous.count + 1 };
-            return w.put('limiter', record, options.durable ?? true);
-          },
-          { durable: options.durable ?? true },
-        ),
+      hit: (key, windowMs, now) => run((w) => countHit(w, key, windowMs, now, true)),
+      // Applied in memory at once and written with the store's soft changes (a second at most).
+      countRequest: (key, windowMs, now) => run((w) => countHit(w, key, windowMs, now, false), { durable: false }),
       release: (key) =>
         run((w) => {
           const current = state.limiter.get(key);
@@ -386,30 +379,17 @@ export class JsonRepositories implements Repositories {
           w.enqueue(deliveries);
           w.change({ kind: 'outbox' });
         }),
-      // The endpoints are matched inside the change, so none is removed in between. A taker's
-      // offer leases new deliveries once they are committed (see OutboxLanes.leaseNew).
-      publish: async (event: EventRecord, template: DeliveryTemplate) => {
-        const taker = hooks.taker?.() ?? null;
-        const offer = taker?.offer() ?? null;
-        let taken: DeliveryRecord[] = [];
-        try {
-          const queued = await run((w) => {
-            const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
-              deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
-            );
-            if (deliveries.length === 0) return [];
-            w.enqueue(deliveries);
-            w.change({ kind: 'outbox' });
-            return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
-          });
-          if (offer && queued.length > 0) {
-            taken = state.lanes.leaseNew(offer, queued.map((d) => d.id), (id) => state.deliveries.entry(id)).map((d) => d.record());
-          }
-          return queued;
-        } finally {
-          if (offer) taker!.take(offer, taken);
-        }
-      },
+      // The endpoints are matched inside the change, so none is removed in between.
+      publish: (event: EventRecord, template: DeliveryTemplate) =>
+        run((w) => {
+          const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
+            deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
+          );
+          if (deliveries.length === 0) return [];
+          w.enqueue(deliveries);
+          w.change({ kind: 'outbox' });
+          return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
+        }),
       // Records are made as deliveries leave the store; inside it they are compact entries.
       claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id)).map((d) => d.record()),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>

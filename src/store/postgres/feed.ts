@@ -24,9 +24,17 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const KEEPALIVE_MS = 10_000;
 /** Log entries made while disconnected that are announced after a reconnect, at most (streams resume by id beyond). */
 const CATCH_UP_MOST = 5_000;
-const COLLECTIONS: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites', 'webhooks', 'settings'];
+const COLLECTIONS: Array<Extract<Change, { kind: 'record' }>['collection']> = [
+  'users',
+  'api_keys',
+  'subscriptions',
+  'sites',
+  'webhooks',
+  'settings',
+  'revoked_tokens',
+];
 /** The collections whose writing transactions the database notes in `read_changes` (see the baseline migration). */
-const NOTED: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites'];
+const NOTED: Array<Extract<Change, { kind: 'record' }>['collection']> = ['users', 'api_keys', 'subscriptions', 'sites', 'revoked_tokens'];
 /**
  * A snapshot older than this is not asked about (everything noted counts as changed instead): the
  * store's housekeeping drops `read_changes` rows after READ_CHANGES_KEPT_MS, well past it.
@@ -46,7 +54,6 @@ const CHANGED_SINCE_SQL = `SELECT pg_current_snapshot()::text AS snapshot,
 const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS snapshot';
 
 export class PgChangeFeed implements ChangeFeed {
-  readonly synchronous = false;
   readonly #listeners = new Set<(change: Change) => void>();
   #client: pg.Client | null = null;
   #connected = false;

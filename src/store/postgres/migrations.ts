@@ -6,6 +6,8 @@
 import type { PoolClient } from 'pg';
 import { StoreCorruptError } from '../store.js';
 import baseline from './migrations/0001-baseline.js';
+import domainWrites from './migrations/0002-domain-writes.js';
+import revocationsNoted from './migrations/0003-revocations-noted.js';
 
 export interface PgMigration {
   version: number;
@@ -17,7 +19,11 @@ export interface PgMigration {
 export const MIGRATION_LOCK_KEY = '8097874986878071916';
 
 /** Ordered by version. Add one file and one entry per schema change; never edit a released one. */
-export const PG_MIGRATIONS: PgMigration[] = [{ version: 1, name: 'baseline', sql: baseline }];
+export const PG_MIGRATIONS: PgMigration[] = [
+  { version: 1, name: 'baseline', sql: baseline },
+  { version: 2, name: 'domain writes in one statement', sql: domainWrites },
+  { version: 3, name: 'revocations noted for cached callers', sql: revocationsNoted },
+];
 
 /**
  * Databases made by development builds before the schema was squashed into the baseline record

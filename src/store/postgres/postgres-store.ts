@@ -5,7 +5,7 @@
 import pg from 'pg';
 import type { Settings } from '../../shared/settings.js';
 import { describeDatabaseUrl } from '../factory.js';
-import type { PublishTaker, Repositories, Store, StoreInfo } from '../store.js';
+import type { Repositories, Store, StoreInfo } from '../store.js';
 import { createPool, Notifier, PoolDb, withTransaction } from './db.js';
 import { mapError } from './errors.js';
 import { PgChangeFeed, READ_CHANGES_KEPT_MS } from './feed.js';
@@ -79,7 +79,6 @@ export class PostgresStore implements Store {
       heldTouches: new Map(),
       unpruned: new Map(),
       pruned: new Map(),
-      publishTaker: null,
       commitObserver: null,
       vacuum: this.#vacuum,
       cachedSettings: () => (store.changes.connected ? store.#settings : null),
@@ -142,10 +141,6 @@ export class PostgresStore implements Store {
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
     const done = withTransaction(this.#pool, this.#notifier, (db) => fn(createRepositories(db, this.#ctx)));
     return this.#ctx.commitObserver ? timedCommit(this.#ctx, done) : done;
-  }
-
-  takeOnPublish(taker: PublishTaker | null): void {
-    this.#ctx.publishTaker = taker;
   }
 
   observeCommits(observer: ((seconds: number) => void) | null): void {

@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { authenticator } from 'otplib';
 import { Agent, request as undiciRequest } from 'undici';
+import { vi } from 'vitest';
 import type { HttpResult, TestDaemon } from '../../helpers/daemon.js';
 
 export const PASSWORD = 'customer-password-1';
@@ -35,8 +36,11 @@ export interface Row {
 
 export const op = (method: string, path: string) => `${method} /api/v1/${path}`;
 
+/** What the rows are sent to: a daemon, or the app in-process with a listening URL for streams. */
+export type Target = Pick<TestDaemon, 'request' | 'login' | 'dataDir' | 'url'> & { ca?: string };
+
 export interface Ctx {
-  daemon: TestDaemon;
+  daemon: Target;
   tokens: Record<Exclude<Caller, 'none' | 'garbage' | 'adminKey' | 'customerKey'>, string>;
   keys: { admin: string; customer: string; adminKeyId: number };
   adminId: number;
@@ -82,7 +86,7 @@ export const RELAXED = {
 };
 
 /** Builds the fixture on a daemon that trusts the receiver at `receiverUrl` and may reach loopback. */
-export async function buildContext(daemon: TestDaemon, receiverUrl: string): Promise<Ctx> {
+export async function buildContext(daemon: Target, receiverUrl: string): Promise<Ctx> {
   const admin = await daemon.login();
   const call = async (method: string, path: string, token: string, body?: unknown, expected = 200) => {
     const answer = await daemon.request(method, path, { token, body });
@@ -161,19 +165,20 @@ export async function buildContext(daemon: TestDaemon, receiverUrl: string): Pro
   };
 }
 
-async function mailedToken(daemon: TestDaemon, email: string): Promise<string> {
+function mailedToken(daemon: Target, email: string): Promise<string> {
   const dir = join(daemon.dataDir, 'mail');
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const names = await readdir(dir).catch(() => [] as string[]);
-    for (const name of names.filter((n) => n.endsWith('.eml'))) {
-      const mail = await readFile(join(dir, name), 'utf8');
-      const token = /^ {4}([A-Za-z0-9_-]{43})$/m.exec(mail);
-      if (mail.includes(`To: ${email}`) && token) return token[1];
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`no reset mail for ${email}`);
+  return vi.waitFor(
+    async () => {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      for (const name of names.filter((n) => n.endsWith('.eml'))) {
+        const mail = await readFile(join(dir, name), 'utf8');
+        const token = /^ {4}([A-Za-z0-9_-]{43})$/m.exec(mail);
+        if (mail.includes(`To: ${email}`) && token) return token[1];
+      }
+      throw new Error(`no reset mail for ${email}`);
+    },
+    { timeout: 30_000, interval: 50 },
+  );
 }
 
 async function value<T>(dyn: Dyn<T> | undefined, ctx: Ctx): Promise<T | undefined> {
@@ -215,7 +220,7 @@ export async function send(row: Row, ctx: Ctx): Promise<HttpResult> {
 }
 
 /** GET of an event stream: status, headers and the first chunk, then the connection is dropped. */
-async function openStream(daemon: TestDaemon, path: string, headers: Record<string, string>): Promise<HttpResult> {
+async function openStream(daemon: Target, path: string, headers: Record<string, string>): Promise<HttpResult> {
   const agent = new Agent({ connect: { ca: daemon.ca } });
   const controller = new AbortController();
   try {

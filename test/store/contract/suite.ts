@@ -506,10 +506,10 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.limiter.get('burst'))?.count).toBe(100);
       });
 
-      it('100 concurrent non-durable hits (on two handles when there are two) answer 1..100 each once, in order per handle', async () => {
+      it('100 concurrent request-window hits (on two handles when there are two) answer 1..100 each once, in order per handle', async () => {
         const other = backend.openAnother ? await backend.openAnother() : store;
         if (other !== store) opened.push(other);
-        const hits = Array.from({ length: 100 }, (_, i) => (i % 2 ? other : store).limiter.hit('soft', 60_000, 1_000, { durable: false }));
+        const hits = Array.from({ length: 100 }, (_, i) => (i % 2 ? other : store).limiter.countRequest('soft', 60_000, 1_000));
         const counts = (await Promise.all(hits)).map((r) => r.count);
         expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
         for (const parity of [0, 1]) {
@@ -518,10 +518,31 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         }
         expect((await store.limiter.get('soft'))?.count).toBe(100);
         // Once the window has ended, a burst starts a new one: 1..10 again.
-        const fresh = await Promise.all(Array.from({ length: 10 }, () => store.limiter.hit('soft', 60_000, 61_000, { durable: false })));
+        const fresh = await Promise.all(Array.from({ length: 10 }, () => store.limiter.countRequest('soft', 60_000, 61_000)));
         expect(fresh.map((r) => r.count)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
         expect(fresh.every((r) => r.window_start === 61_000)).toBe(true);
         expect((await other.limiter.get('soft'))?.count).toBe(10);
+      });
+
+      it('a lockout hit survives a crash once answered; request-window counts once flushed (a crash may forget the unflushed)', async () => {
+        for (let i = 0; i < 3; i++) await store.limiter.countRequest('window', 60_000, 1_000);
+        await store.flush();
+        // The last write before the crash: durable on its own, nothing later carries it to disk.
+        await store.limiter.hit('lockout', 60_000, 1_000);
+        const after = await crash();
+        expect(await after.limiter.get('window')).toEqual({ key: 'window', count: 3, window_start: 1_000, locked_until: 0 });
+        expect(await after.limiter.get('lockout')).toEqual({ key: 'lockout', count: 1, window_start: 1_000, locked_until: 0 });
+        expect((await after.limiter.countRequest('window', 60_000, 2_000)).count).toBe(4);
+      });
+
+      it('a request window and a lockout counter of one key are one count (countRequest is hit written lazily)', async () => {
+        await store.limiter.hit('both', 60_000, 1_000);
+        expect((await store.limiter.countRequest('both', 60_000, 1_500)).count).toBe(2);
+        expect((await store.limiter.hit('both', 60_000, 1_600)).count).toBe(3);
+        // A lock holds a request window too, and its end starts a new one.
+        await store.limiter.lock('both', 5_000);
+        expect(await store.limiter.countRequest('both', 60_000, 2_000)).toMatchObject({ count: 4, locked_until: 5_000 });
+        expect(await store.limiter.countRequest('both', 60_000, 5_000)).toEqual({ key: 'both', count: 1, window_start: 5_000, locked_until: 0 });
       });
 
       it('release takes back a hit; lock holds until its time, then a hit starts afresh', async () => {
@@ -722,68 +743,21 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(new Set(queued.flat().map((q) => q.id)).size).toBe(queued.flat().length);
       });
 
-      it('takeOnPublish: a taker gets a publish\'s deliveries leased to it within its room, once committed; the rest stay claimable', async () => {
+      it('a published delivery is claimable once publish resolves, by one claimer only, and its lease holder alone records it', async () => {
         const { user, hooks } = await endpoints(3);
-        const [h0, h1, h2] = hooks;
-        const offers: ClaimOptions[] = [];
-        const takes: Array<{ offer: ClaimOptions; deliveries: DeliveryRecord[] }> = [];
-        let room: Partial<ClaimOptions> | null = { perEndpoint: 1, skipEndpoints: [h2.id] };
-        store.takeOnPublish({
-          offer: () => {
-            if (!room) return null;
-            const offer: ClaimOptions = { owner: 'taker', now: 10_000, leaseMs: 30_000, limit: 100, perEndpoint: 100, ...room };
-            offers.push(offer);
-            return offer;
-          },
-          take: (offer, deliveries) => takes.push({ offer, deliveries }),
-        });
         const template = { body: '{"n":1}', next_attempt_at: 5_000, created_at: T0 };
-        const first = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        expect(first).toHaveLength(3);
-        expect(takes).toHaveLength(1);
-        expect(takes[0].offer).toBe(offers[0]);
-        // h2 was skipped: its delivery stays claimable.
-        expect(takes[0].deliveries.map((d) => d.endpoint_id).sort()).toEqual([h0.id, h1.id].sort());
-        for (const d of takes[0].deliveries) {
-          expect(d).toMatchObject({ id: first.find((q) => q.endpoint_id === d.endpoint_id)!.id, owner_id: user.id, event: 'site.created', body: '{"n":1}', state: 'pending', attempts: 0, next_attempt_at: 5_000, created_at: T0 });
+        const queued = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
+        expect(queued).toHaveLength(3);
+        const claimed = await store.outbox.claim({ ...claimDefaults, owner: 'first', now: 10_000, skipEndpoints: [hooks[2].id] });
+        expect(claimed.map((d) => d.endpoint_id).sort()).toEqual([hooks[0].id, hooks[1].id].sort());
+        for (const d of claimed) {
+          expect(d).toMatchObject({ id: queued.find((q) => q.endpoint_id === d.endpoint_id)!.id, owner_id: user.id, event: 'site.created', body: '{"n":1}', state: 'pending', attempts: 0, next_attempt_at: 5_000, created_at: T0 });
         }
-        // No other claimer gets the taken ones while their lease lives; h2's is free.
-        const claimed = await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 });
-        expect(claimed.map((d) => d.endpoint_id)).toEqual([h2.id]);
-        await store.outbox.release('other', claimed.map((d) => d.id));
-
-        // Endpoints with a claimable delivery waiting take none at publish: the older goes first.
-        room = { perEndpoint: 1 };
-        const second = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, { ...template, body: '{"n":2}' });
-        expect(second).toHaveLength(3);
-        expect(takes[1].deliveries.map((d) => d.endpoint_id).sort()).toEqual([h0.id, h1.id].sort());
-        expect((await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 })).map((d) => d.id).sort()).toEqual(
-          [first[2].id, second[2].id].sort(),
-        );
-
-        // The lease holder records outcomes; nobody else does.
-        const taken = takes[1].deliveries[0];
+        // No other claimer gets the claimed ones while their lease lives; the skipped one is free.
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 })).map((d) => d.endpoint_id)).toEqual([hooks[2].id]);
+        const [taken] = claimed;
         expect(await store.outbox.settle('other', [{ id: taken.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([]);
-        expect(await store.outbox.settle('taker', [{ id: taken.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([taken.id]);
-
-        // Room for fewer than there are: a take answers every offer, empty when it leased nothing.
-        room = { perEndpoint: 1, limit: 1 };
-        await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        expect(takes[2].deliveries).toHaveLength(1);
-        room = { perEndpoint: 1, skipOwners: [user.id] };
-        await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        expect(takes[3].deliveries).toEqual([]);
-        expect(takes).toHaveLength(offers.length);
-
-        // No offer: nothing is leased. Inside a transaction no offer is asked for.
-        room = null;
-        const unoffered = await store.outbox.publish({ ...eventRecord(), owner_id: user.id }, template);
-        room = { perEndpoint: 1 };
-        const inTx = await store.transaction((tx) => tx.outbox.publish({ ...eventRecord(), owner_id: user.id }, template));
-        expect(offers).toHaveLength(4);
-        store.takeOnPublish(null);
-        const free = (await store.outbox.claim({ ...claimDefaults, owner: 'other', now: 10_000 })).map((d) => d.id);
-        expect(free).toEqual(expect.arrayContaining([...unoffered, ...inTx].map((q) => q.id)));
+        expect(await store.outbox.settle('first', [{ id: taken.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([taken.id]);
       });
 
       it('publish inside a transaction commits with it, or leaves nothing when it throws', async () => {
@@ -924,18 +898,28 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(rest.map((x) => x.id).sort()).toEqual([d1.id, d2.id].sort());
       });
 
-      it('a claim takes at most an owner\'s room', async () => {
-        const { user: a, hooks: ofA } = await endpoints(2, 'room-a@example.test');
-        const { user: b, hooks: ofB } = await endpoints(2, 'room-b@example.test');
-        const all = [...ofA, ...ofB].flatMap((hook) => [0, 1, 2].map((i) => delivery(hook.id, hook.user_id, i)));
-        await store.outbox.enqueue(eventRecord(), all);
-        const claimed = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10, perEndpoint: 3, perOwner: 4, ownerRoom: [[a.id, 1]] });
-        expect(claimed.filter((d) => d.owner_id === a.id)).toHaveLength(1);
-        expect(claimed.filter((d) => d.owner_id === b.id)).toHaveLength(4);
-        // The oldest due of each owner come first.
-        expect(claimed.find((d) => d.owner_id === a.id)!.next_attempt_at).toBe(0);
-        const rest = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 10, perEndpoint: 3, perOwner: 4, ownerRoom: [[b.id, 0]] });
-        expect(rest.map((d) => d.owner_id)).toEqual([a.id, a.id, a.id, a.id]);
+      it('a claim takes due deliveries in due order over endpoints, at most perEndpoint of each', async () => {
+        const { user: a, hooks: ofA } = await endpoints(2, 'order-a@example.test');
+        const { hooks: ofB } = await endpoints(1, 'order-b@example.test');
+        // Due times interleave over the endpoints (retries among them, queued out of due order); one is not due yet.
+        const d = [
+          delivery(ofA[0].id, a.id, 30),
+          delivery(ofA[0].id, a.id, 40),
+          delivery(ofA[0].id, a.id, 50),
+          delivery(ofA[1].id, a.id, 10),
+          delivery(ofB[0].id, ofB[0].user_id, 20),
+          delivery(ofB[0].id, ofB[0].user_id, 5_000),
+          delivery(ofA[1].id, a.id, 60, { attempts: 1 }),
+          delivery(ofA[1].id, a.id, 15, { attempts: 1 }),
+        ];
+        await store.outbox.enqueue(eventRecord(), d);
+        const first = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100, limit: 3, perEndpoint: 2 });
+        expect(first.map((x) => x.id)).toEqual([d[3].id, d[7].id, d[4].id]);
+        const second = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100, perEndpoint: 1 });
+        expect(second.map((x) => x.id)).toEqual([d[0].id, d[6].id]);
+        const third = await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100, skipOwners: [a.id] });
+        expect(third).toEqual([]);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'w', now: 100 })).map((x) => x.id)).toEqual([d[1].id, d[2].id]);
       });
 
       it('record appends the entries and settles the outcomes of the lease holder', async () => {
@@ -1190,8 +1174,8 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         await store.outbox.enqueue(eventRecord(), [delivery(hook.id, user.id, 0)]);
         const [entry] = await store.deliveryLog.append([logEntry(hook.id)]);
         await store.settings.update({ login_max_attempts: 9 });
-        // A whole entry (the embedded store), or its id (a shared database, whose daemons read it when needed).
-        const announced = (c: Change) => (c.kind === 'log' && c.entry.id === entry.id) || (c.kind === 'logged' && c.ids.includes(entry.id));
+        // Announced by id on every backend; whoever needs the entry reads it.
+        const announced = (c: Change) => c.kind === 'logged' && c.ids.includes(entry.id);
         const arrived = () =>
           seen.some(announced) &&
           seen.some((c) => c.kind === 'record' && c.collection === 'settings') &&
@@ -1211,7 +1195,8 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         unsubscribe();
         expect(arrived()).toBe(true);
         const logged = seen.find(announced)!;
-        const told = logged.kind === 'log' ? logged.entry : (await other.deliveryLog.getMany([entry.id]))[0];
+        expect(logged.kind).toBe('logged');
+        const [told] = await other.deliveryLog.getMany([entry.id]);
         expect(told).toMatchObject({ id: entry.id, endpoint_id: hook.id, delivery_id: entry.delivery_id });
       });
 
@@ -1219,11 +1204,11 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         const other = backend.openAnother ? await backend.openAnother() : store;
         if (other !== store) opened.push(other);
         const heard = new Set<string>();
-        // A synchronous feed tells during the write. Another handle of a shared database is told
+        // The store's own feed tells during the write. Another handle of a shared database is told
         // by caughtUp itself (id null), whatever notices (which name their row) are on their way.
-        const synchronous = other.changes.synchronous;
+        const sameHandle = other === store;
         const unsubscribe = other.changes.subscribe((change) => {
-          if (change.kind === 'record' && (synchronous || change.id === null)) heard.add(change.collection);
+          if (change.kind === 'record' && (sameHandle || change.id === null)) heard.add(change.collection);
         });
         /** Once `write` has resolved, the other handle is caught up and has heard of `collection`. */
         const toldOf = async (collection: string, write: () => Promise<unknown>) => {

@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { EXIT } from '../../../shared/errors.js';
 import type { DataLayout } from '../../../shared/paths.js';
 import type { Store } from '../../../store/store.js';
-import { ApiClient } from '../../api-client.js';
+import type { ApiClient } from '../../api-client.js';
 import type { Context } from '../../context.js';
 import { CliError } from '../../errors.js';
 
@@ -83,5 +83,5 @@ export async function ownerClient(ctx: Context, paths: DataLayout, what: string)
   const token = await new TokenService(new TextEncoder().encode(secret)).issue(admin.id, 'admin', OWNER_TOKEN_TTL_SECONDS, admin.generation);
   // An empty PANELCTL_CA is unset, as for every other command.
   const explicitCa = ctx.globals.ca || ctx.env.PANELCTL_CA || undefined;
-  return new ApiClient({ baseUrl: state.url, token, caFile: explicitCa ?? paths.cert });
+  return ctx.newClient({ baseUrl: state.url, token, caFile: explicitCa ?? paths.cert });
 }

@@ -2,7 +2,6 @@
 import { readFile } from 'node:fs/promises';
 import type { DataLayout } from '../../../shared/paths.js';
 import { EXIT } from '../../../shared/errors.js';
-import { ApiClient } from '../../api-client.js';
 import type { Context } from '../../context.js';
 import { CliError } from '../../errors.js';
 import type { DaemonState } from '../../../daemon/state-file.js';
@@ -23,7 +22,7 @@ async function lastLogLine(file: string): Promise<string> {
 }
 
 export async function probeHealth(ctx: Context, state: DaemonState, caFile: string): Promise<boolean> {
-  const client = new ApiClient({ baseUrl: state.url, caFile, timeoutMs: 2000 });
+  const client = ctx.newClient({ baseUrl: state.url, caFile, timeoutMs: 2000 });
   try {
     const envelope = await client.call<{ status: string }>('GET', '/health');
     return envelope.data.status === 'ok';

@@ -10,7 +10,7 @@
 import { Command } from 'commander';
 import { layout } from '../../../shared/paths.js';
 import { EXIT } from '../../../shared/errors.js';
-import { ApiClient, ApiRequestError } from '../../api-client.js';
+import { ApiRequestError } from '../../api-client.js';
 import { sameUrl, type Context } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
 import type { DaemonState } from '../../../daemon/state-file.js';
@@ -88,7 +88,7 @@ async function waitReady(ctx: Context, seconds: number): Promise<void> {
     const pid = await readPid(paths.pidFile);
     const state = await readState(paths);
     if (pid && isDaemon(pid) && state && state.pid === pid) {
-      const readiness = await askReady(state, paths.cert);
+      const readiness = await askReady(ctx, state, paths.cert);
       if (readiness?.ready) return;
       last = readiness ? formatReadiness(readiness) : 'GET /health/ready does not answer';
     } else last = 'the daemon is not running';
@@ -112,7 +112,7 @@ function tokenFor(ctx: Context, url: string): string | undefined {
 }
 
 async function askHealth(ctx: Context, state: DaemonState, caFile: string): Promise<HealthAnswer | null> {
-  const client = new ApiClient({ baseUrl: state.url, caFile, token: tokenFor(ctx, state.url), timeoutMs: STATUS_TIMEOUT_MS });
+  const client = ctx.newClient({ baseUrl: state.url, caFile, token: tokenFor(ctx, state.url), timeoutMs: STATUS_TIMEOUT_MS });
   try {
     const { data } = await client.call<HealthAnswer>('GET', '/health');
     return data.status === 'ok' ? data : null;
@@ -124,8 +124,8 @@ async function askHealth(ctx: Context, state: DaemonState, caFile: string): Prom
 }
 
 /** GET /health/ready: ready, or not ready with its checks (a 503's `data`); null when there is no answer. */
-async function askReady(state: DaemonState, caFile: string): Promise<DaemonStatus['readiness']> {
-  const client = new ApiClient({ baseUrl: state.url, caFile, timeoutMs: STATUS_TIMEOUT_MS });
+async function askReady(ctx: Context, state: DaemonState, caFile: string): Promise<DaemonStatus['readiness']> {
+  const client = ctx.newClient({ baseUrl: state.url, caFile, timeoutMs: STATUS_TIMEOUT_MS });
   try {
     const { data } = await client.call<{ status: string; checks: Record<string, string> }>('GET', '/health/ready');
     return { ready: data.status === 'ready', checks: data.checks };
@@ -151,7 +151,7 @@ export async function daemonStatusRun(ctx: Context, options: DaemonStatusOptions
   if (!pid || !isDaemon(pid) || !state || state.pid !== pid) {
     throw new CliError(`the daemon is not running (${paths.root})`, EXIT.ERROR);
   }
-  const [health, readiness] = await Promise.all([askHealth(ctx, state, paths.cert), askReady(state, paths.cert)]);
+  const [health, readiness] = await Promise.all([askHealth(ctx, state, paths.cert), askReady(ctx, state, paths.cert)]);
   const uptime = Math.max(0, (Date.now() - Date.parse(state.started_at)) / 1000);
   const detail = health?.detail;
   const status: DaemonStatus = {

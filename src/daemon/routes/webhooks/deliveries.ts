@@ -9,7 +9,8 @@ import { EnvelopeOf, IdParam, SECURITY as security, errorResponses, ok } from '.
 import { DeliveriesQuery, DeliveryEntry, RedeliverParams, TestWebhookBody } from '../../../shared/api/webhooks.js';
 import type { DeliveryLogEntry, WebhookRecord } from '../../../store/types.js';
 import type { PublishInput } from '../../dispatcher/bus.js';
-import { DeliveryNotAttempted, RETRY_DELAY_MS } from '../../dispatcher/dispatcher.js';
+import { DeliveryNotAttempted } from '../../dispatcher/dispatcher.js';
+import { RETRY_DELAY_MS } from '../../../shared/webhook-protocol.js';
 import { entryReason } from '../../dispatcher/health.js';
 import { assertOwnership } from '../../plugins/auth.js';
 import { LogMemo } from './log-memo.js';

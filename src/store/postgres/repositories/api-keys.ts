@@ -24,7 +24,7 @@ export const apiKeysRepository: RepositoryFactory<ApiKeysRepository> = (db, ctx)
     },
     async callerByHash(keyHash) {
       // The user comes as one json column: its columns would otherwise clash with the key's.
-      // Not batched: the daemon remembers a connection's caller (see plugins/auth.ts).
+      // Not batched: the daemon caches callers (see daemon/auth/callers.ts).
       const { rows } = await db.query('SELECT k.*, to_json(u) AS caller FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1', [keyHash]);
       const row = rows[0];
       return row && { key: withHeldTouch(toApiKey(row)), user: toUser(row.caller as Row) };

@@ -4,7 +4,6 @@
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import type { Settings } from '../../../shared/settings.js';
-import type { PublishTaker } from '../../store.js';
 import type { Db, Row } from '../db.js';
 import type { QueueVacuum } from '../queue-vacuum.js';
 
@@ -35,8 +34,6 @@ export interface StoreContext {
   readonly unpruned: Map<number, number>;
   /** Per endpoint, where this process's last prune of its log ended, and how many it made. */
   readonly pruned: Map<number, PrunedLog>;
-  /** The dispatcher taking deliveries as they are published (see Store.takeOnPublish). */
-  publishTaker: PublishTaker | null;
   /** Told how long each timed write took to commit (see Store.observeCommits); null: none is timed. */
   commitObserver: ((seconds: number) => void) | null;
   /** Told how many queue rows each batch of outcomes turned over (see QueueVacuum). */
@@ -53,10 +50,15 @@ export async function timedCommit<T>(ctx: StoreContext, write: Promise<T>): Prom
   return result;
 }
 
+/** Tells every daemon, once committed, that the row `id` of `collection` changed. */
+export function announceRecord(d: Db, collection: string, id: unknown): void {
+  d.announce(JSON.stringify({ kind: 'record', collection, id: Number(id) }));
+}
+
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
 export async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
   const result = await d.query(text, values);
-  for (const row of result.rows) d.announce(JSON.stringify({ kind: 'record', collection, id: Number(row.id) }));
+  for (const row of result.rows) announceRecord(d, collection, row.id);
   return result;
 }
 

@@ -2,16 +2,26 @@
 // (unique indexes) and belongs to one customer (the cross-customer rule, decided under an
 // advisory lock per domain, since no constraint spans the two tables).
 import { StoreConflictError, type SitesRepository, type SubscriptionsRepository } from '../../store.js';
-import type { Db } from '../db.js';
-import { changing, type RepositoryFactory } from './context.js';
-import { insertStatement, toSite, toSubscription, updateStatement } from '../rows.js';
+import type { Row } from '../db.js';
+import { announceRecord, changing, type RepositoryFactory } from './context.js';
+import { toSite, toSubscription, updateStatement } from '../rows.js';
 
-/** Advisory lock class for the domain rule (two-key locks live apart from the migration lock). */
-const DOMAIN_LOCK_CLASS = 0x70616e65;
+/**
+ * The conflicts the insert functions answer (each takes the domain's advisory lock first, so
+ * everyone deciding about one domain, sites and main domains alike, goes one at a time), as the
+ * JSON store words them.
+ */
+const CONFLICTS: Record<string, string> = {
+  'users.customer': 'customer_id does not name a customer',
+  'subscriptions.main_domain': 'a subscription with this main domain already exists',
+  'subscriptions.missing': 'the subscription does not exist',
+  'sites.domain': 'a site with this domain already exists',
+  'domains.owner': 'the domain belongs to another customer',
+};
 
-/** Serialises everyone deciding about `domain` (sites and main domains alike) until commit. */
-const lockDomain = (d: Db, domain: string) =>
-  d.query('SELECT pg_advisory_xact_lock($1::int, hashtext(lower($2)))', [DOMAIN_LOCK_CLASS, domain]);
+function conflictError(constraint: string): StoreConflictError {
+  return new StoreConflictError(constraint, CONFLICTS[constraint] ?? 'the write conflicts with the stored data');
+}
 
 export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository> = (db) => {
   const subscriptions: SubscriptionsRepository = {
@@ -35,38 +45,15 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
       return rows[0] && toSubscription(rows[0]);
     },
     async insert(record) {
-      return db.atomic(async (d) => {
-        await lockDomain(d, record.main_domain);
-        // The customer's row lock also serialises their subscription inserts (first = default).
-        const customer = await d.query<{ role: string }>('SELECT role FROM users WHERE id = $1 FOR UPDATE', [record.customer_id]);
-        if (customer.rows[0]?.role !== 'customer') {
-          throw new StoreConflictError('users.customer', 'customer_id does not name a customer');
-        }
-        // The same order of checks as the JSON store, so both answer the same conflict.
-        const same = await d.query('SELECT 1 FROM subscriptions WHERE main_domain = $1', [record.main_domain]);
-        if (same.rowCount) {
-          throw new StoreConflictError('subscriptions.main_domain', 'a subscription with this main domain already exists');
-        }
-        const taken = await d.query(
-          `SELECT 1 FROM sites s JOIN subscriptions b ON b.id = s.subscription_id
-           WHERE s.domain = $1 AND b.customer_id <> $2 LIMIT 1`,
-          [record.main_domain, record.customer_id],
-        );
-        if (taken.rowCount) throw new StoreConflictError('domains.owner', 'the domain belongs to another customer');
-        const others = await d.query('SELECT 1 FROM subscriptions WHERE customer_id = $1 LIMIT 1', [record.customer_id]);
-        const isDefault = record.is_default || others.rowCount === 0;
-        if (isDefault) {
-          await changing(
-            d,
-            'subscriptions',
-            'UPDATE subscriptions SET is_default = false, updated_at = $2 WHERE customer_id = $1 AND is_default RETURNING *',
-            [record.customer_id, record.created_at],
-          );
-        }
-        const { text, values } = insertStatement('subscriptions', { ...record, is_default: isDefault });
-        const { rows } = await changing(d, 'subscriptions', text, values);
-        return toSubscription(rows[0]);
-      });
+      // The rule's lock, checks and insert in one round trip (migration 0002).
+      const { rows } = await db.query<{ conflict: string | null; subscription: Row | null; cleared: number[] | null }>(
+        'SELECT * FROM panelctl_insert_subscription($1, $2, $3, $4, $5, $6)',
+        [record.customer_id, record.main_domain, record.is_default, record.status, record.created_at, record.updated_at],
+      );
+      const { conflict, subscription, cleared } = rows[0];
+      if (conflict !== null) throw conflictError(conflict);
+      for (const id of [...(cleared ?? []), subscription!.id]) announceRecord(db, 'subscriptions', id);
+      return toSubscription(subscription!);
     },
     async update(id, patch) {
       const statement = updateStatement('subscriptions', id, { status: patch.status, updated_at: patch.updated_at });
@@ -101,24 +88,16 @@ export const sitesRepository: RepositoryFactory<SitesRepository> = (db) => {
       return rows[0].n;
     },
     async insert(record) {
-      return db.atomic(async (d) => {
-        await lockDomain(d, record.domain);
-        // FOR SHARE: the subscription cannot be deleted (or change hands) until this commits.
-        const sub = await d.query<{ customer_id: number }>('SELECT customer_id FROM subscriptions WHERE id = $1 FOR SHARE', [
-          record.subscription_id,
-        ]);
-        if (!sub.rows[0]) throw new StoreConflictError('subscriptions.missing', 'the subscription does not exist');
-        const same = await d.query('SELECT 1 FROM sites WHERE domain = $1', [record.domain]);
-        if (same.rowCount) throw new StoreConflictError('sites.domain', 'a site with this domain already exists');
-        const taken = await d.query('SELECT 1 FROM subscriptions WHERE main_domain = $1 AND customer_id <> $2 LIMIT 1', [
-          record.domain,
-          sub.rows[0].customer_id,
-        ]);
-        if (taken.rowCount) throw new StoreConflictError('domains.owner', 'the domain belongs to another customer');
-        const { text, values } = insertStatement('sites', record);
-        const { rows } = await changing(d, 'sites', text, values);
-        return toSite(rows[0]);
-      });
+      // The rule's lock, checks and insert in one round trip (migration 0002).
+      const { rows } = await db.query<{ conflict: string | null; site: Row | null }>('SELECT * FROM panelctl_insert_site($1, $2, $3)', [
+        record.subscription_id,
+        record.domain,
+        record.created_at,
+      ]);
+      const { conflict, site } = rows[0];
+      if (conflict !== null) throw conflictError(conflict);
+      announceRecord(db, 'sites', site!.id);
+      return toSite(site!);
     },
     async remove(id) {
       const { rows } = await changing(db, 'sites', 'DELETE FROM sites WHERE id = $1 RETURNING *', [id]);

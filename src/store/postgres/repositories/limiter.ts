@@ -1,5 +1,4 @@
-// The limiter's counters (login lockouts and request windows), shared by every daemon. Its
-// statements are unchanged from the single repositories module they came from.
+// The limiter's counters (login lockouts and request windows), shared by every daemon.
 import type { LimiterRepository } from '../../store.js';
 import { HitBatcher, type KeyHits } from '../hit-batcher.js';
 import type { RepositoryFactory } from './context.js';
@@ -24,13 +23,14 @@ export const limiterRepository: RepositoryFactory<LimiterRepository> = (db) => {
     );
     return toLimiter(rows[0]);
   };
-  // Request-window hits outside a transaction are coalesced, every key's in one statement (see
-  // HitBatcher), with the rules of countHits per row (`excluded` holds a row's hits and time).
+  // Request-window hits (countRequest) outside a transaction are coalesced, every key's in one
+  // statement (see HitBatcher), with the rules of countHits per row (`excluded` holds a row's
+  // hits and time).
   // In key order, so two daemons' statements lock shared rows in one order. The statement
   // commits without waiting for its WAL flush: a durable commit keeps the rows locked through an
-  // fsync, so a user's requests (on every daemon) went one fsync at a time; a crash forgets at
-  // most the last fraction of a second of such hits (the contract allows a second). Inside a
-  // transaction a hit commits with it, durably; lockout hits stay one durable statement each.
+  // fsync, so a user's requests (on every daemon) would go one fsync at a time; a crash forgets
+  // at most the last fraction of a second of such hits (the contract allows a second). Inside a
+  // transaction a hit commits with it, durably; lockout hits (`hit`) are one durable statement each.
   const countSoftHits = async (windowMs: number, batch: KeyHits[]) => {
     const sorted = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const { rows } = await db.query(
@@ -50,9 +50,11 @@ export const limiterRepository: RepositoryFactory<LimiterRepository> = (db) => {
   };
   const softHits = db.inTransaction ? null : new HitBatcher(countSoftHits);
   const limiter: LimiterRepository = {
-    async hit(key, windowMs, now, options) {
-      if (softHits && options?.durable === false) return softHits.hit(key, windowMs, now);
+    async hit(key, windowMs, now) {
       return countHits(key, windowMs, now, 1);
+    },
+    async countRequest(key, windowMs, now) {
+      return softHits ? softHits.hit(key, windowMs, now) : countHits(key, windowMs, now, 1);
     },
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);

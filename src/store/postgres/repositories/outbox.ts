@@ -1,7 +1,6 @@
 // The outbox: events published with a delivery per matching endpoint, claimed under leases,
 // settled with their outcomes (see record.ts for the statement that also logs the attempts).
 import {
-  deliveryFromTemplate,
   type ClaimOptions,
   type DeliveryOutcome,
   type DeliveryTemplate,
@@ -34,22 +33,12 @@ interface PublishRow extends Row {
   n: number;
   ids: string[];
   endpoint_ids: number[];
-  owner_ids: number[];
-  leased: boolean[];
 }
 
 /**
  * Events ($1..$8, one array element each) and one delivery per matching endpoint; answers, per
- * event with deliveries, its position (n, from 1) and their ids, endpoints, owners and whether
- * each was leased, by endpoint. The delivery ids are made before the insert so each can be
- * traced back to its event.
- *
- * With a taker's offer ($9 its owner, $10..$17 the room as in panelctl_claim), new deliveries
- * are leased at once within that room, in event order, as a claim would lease them, but only to
- * endpoints with no claimable delivery waiting (those go first, to whoever claims next). That
- * look walks each endpoint's due index in its order: with no order, statistics that know of one
- * endpoint's backlog had it planned as a scan of the table per matched endpoint (90 ms a
- * publish at 50,000 pending, against under 1 ms).
+ * event with deliveries, its position (n, from 1) and their ids and endpoints, by endpoint. The
+ * delivery ids are made before the insert so each can be traced back to its event.
  */
 export const PUBLISH_SQL = /* sql */ `
 WITH ev AS MATERIALIZED (
@@ -61,37 +50,97 @@ WITH ev AS MATERIALIZED (
   ON CONFLICT (id) DO NOTHING
 ), matched AS MATERIALIZED (
   SELECT gen_random_uuid()::text AS id, ev.n, ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
-         ev.event, ev.body, ev.next_attempt_at, ev.created_at,
-         row_number() OVER (PARTITION BY w.id ORDER BY ev.n) AS endpoint_rank,
-         row_number() OVER (PARTITION BY w.user_id ORDER BY ev.n, w.id) AS owner_rank,
-         row_number() OVER (ORDER BY ev.n, w.id) AS rank
+         ev.event, ev.body, ev.next_attempt_at, ev.created_at
   FROM ev
   CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
-), waiting AS (
-  SELECT m.endpoint_id FROM (SELECT DISTINCT endpoint_id FROM matched WHERE $9::text IS NOT NULL) m
-  CROSS JOIN LATERAL (
-    SELECT 1 FROM deliveries x
-    WHERE x.endpoint_id = m.endpoint_id AND x.state = 'pending' AND x.next_attempt_at <= $10::bigint
-      AND (x.lease_until IS NULL OR x.lease_until <= $10::bigint)
-    ORDER BY x.next_attempt_at, x.created_at
-    LIMIT 1
-  ) claimable
-), planned AS MATERIALIZED (
-  SELECT m.*,
-         $9::text IS NOT NULL AND m.next_attempt_at <= $10::bigint AND m.rank <= $12::int AND m.endpoint_rank <= $13::int
-           AND NOT (m.endpoint_id = ANY ($14::bigint[])) AND NOT (m.owner_id = ANY ($15::bigint[]))
-           AND ($16::int IS NULL OR m.owner_rank <= coalesce(($18::int[])[array_position($17::bigint[], m.owner_id)], $16::int))
-           AND m.endpoint_id NOT IN (SELECT endpoint_id FROM waiting) AS leased
-  FROM matched m
 ), d AS (
-  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at, lease_owner, lease_until)
-  SELECT p.id, p.event_id, p.endpoint_id, p.owner_id, p.event, p.body, 'pending', 0, p.next_attempt_at, p.created_at,
-         CASE WHEN p.leased THEN $9::text END, CASE WHEN p.leased THEN $10::bigint + $11::bigint END
-  FROM planned p
+  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
+  SELECT m.id, m.event_id, m.endpoint_id, m.owner_id, m.event, m.body, 'pending', 0, m.next_attempt_at, m.created_at
+  FROM matched m
 )
-SELECT p.n, array_agg(p.id ORDER BY p.endpoint_id) AS ids, array_agg(p.endpoint_id ORDER BY p.endpoint_id) AS endpoint_ids,
-       array_agg(p.owner_id ORDER BY p.endpoint_id) AS owner_ids, array_agg(p.leased ORDER BY p.endpoint_id) AS leased
-FROM planned p GROUP BY p.n`;
+SELECT m.n, array_agg(m.id ORDER BY m.endpoint_id) AS ids, array_agg(m.endpoint_id ORDER BY m.endpoint_id) AS endpoint_ids
+FROM matched m GROUP BY m.n`;
+
+/** A claimable delivery, as the claim's conditions read on a row `x` ($2: now). */
+const CLAIMABLE = "x.state = 'pending' AND x.next_attempt_at <= $2 AND (x.lease_until IS NULL OR x.lease_until <= $2)";
+
+/** Locks the row at `<alias>.t` when it is still claimable, stepping over it when another holds it. */
+const LOCK = (alias: string) => `CROSS JOIN LATERAL (SELECT 1 FROM deliveries x WHERE x.ctid = ${alias}.t AND ${CLAIMABLE} FOR UPDATE SKIP LOCKED) l`;
+
+/**
+ * The claim's end, given `ranked` (candidates in due order as row address `t`, with their rank
+ * in their endpoint's due order): the first $4 in due order with rank up to $5 are the claim
+ * as chosen, and are locked (SKIP LOCKED); for each of those another claimer holds, the next
+ * candidates fill in, in due order, each only while its endpoint stays within $5, until $4 are
+ * locked. Locking goes in due order and stops at the limit, so a claim locks no more rows than
+ * it leases. The locked rows are leased to $1 until $2 + $3.
+ */
+const LEASE_RANKED = /* sql */ `
+chosen AS MATERIALIZED (
+  SELECT r.* FROM ranked r WHERE r.rank <= $5::int ORDER BY r.next_attempt_at, r.created_at, r.id LIMIT $4::int
+), taken AS MATERIALIZED (
+  SELECT c.* FROM chosen c ${LOCK('c')}
+), per_endpoint AS (
+  SELECT r.endpoint_id, count(c.t) AS chosen, count(k.t) AS taken
+  FROM ranked r LEFT JOIN chosen c ON c.t = r.t LEFT JOIN taken k ON k.t = r.t
+  GROUP BY r.endpoint_id
+), spares AS (
+  SELECT r.* FROM ranked r JOIN per_endpoint e ON e.endpoint_id = r.endpoint_id
+  WHERE r.t NOT IN (SELECT t FROM chosen) AND r.rank - e.chosen <= $5::int - e.taken
+  ORDER BY r.next_attempt_at, r.created_at, r.id
+), filled AS MATERIALIZED (
+  SELECT s.* FROM spares s ${LOCK('s')}
+  LIMIT greatest($4::int - (SELECT count(*) FROM taken), 0)
+)
+UPDATE deliveries u SET lease_owner = $1, lease_until = $2 + $3
+WHERE u.ctid = ANY (ARRAY(SELECT t FROM taken UNION ALL SELECT t FROM filled))
+RETURNING u.*`;
+
+/**
+ * Claims due deliveries in one statement ($6: endpoints to skip, $7: owners to skip). The
+ * candidates are each endpoint's first 2 × $5 claimable deliveries, walked in due order on the
+ * per-endpoint index from the endpoints that have pending work (the pending_endpoints skip
+ * scan), so a claim costs the endpoints with work, not the backlog; of those, the first
+ * 3 × $4 in due order, as row addresses: enough for the claim and for what two other claimers
+ * at once may hold. LEASE_RANKED then locks and leases them.
+ *
+ * Row addresses rather than ids: a lookup by address is no index descent, and the server plans
+ * the queue tables from statistics that lag their churn (an id join was planned as a scan of
+ * every pending delivery). A candidate whose row changed since it was read is no longer at its
+ * address (or is locked) and is stepped over. The work pool runs with enable_seqscan off
+ * (postgres-store.ts).
+ */
+const CLAIM_SQL = /* sql */ `
+WITH candidates AS MATERIALIZED (
+  SELECT c.t, c.endpoint_id, c.next_attempt_at, c.created_at, c.id
+  FROM pending_endpoints p
+  CROSS JOIN LATERAL (
+    SELECT x.ctid AS t, x.endpoint_id, x.next_attempt_at, x.created_at, x.id FROM deliveries x
+    WHERE x.endpoint_id = p.endpoint_id AND ${CLAIMABLE}
+      AND (x.owner_id IS NULL OR NOT (x.owner_id = ANY ($7::bigint[])))
+    ORDER BY x.next_attempt_at, x.created_at
+    LIMIT 2 * $5::int
+  ) c
+  WHERE NOT (p.endpoint_id = ANY ($6::bigint[]))
+  ORDER BY c.next_attempt_at, c.created_at, c.id
+  LIMIT 3 * $4::int
+), ranked AS MATERIALIZED (
+  SELECT k.*, row_number() OVER (PARTITION BY k.endpoint_id ORDER BY k.next_attempt_at, k.created_at, k.id) AS rank FROM candidates k
+), ${LEASE_RANKED}`;
+
+/** As CLAIM_SQL, for the deliveries named in $6 only (a manual send); no skips apply. */
+const CLAIM_IDS_SQL = /* sql */ `
+WITH ranked AS MATERIALIZED (
+  SELECT x.ctid AS t, x.endpoint_id, x.next_attempt_at, x.created_at, x.id,
+         row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.next_attempt_at, x.created_at, x.id) AS rank
+  FROM deliveries x
+  WHERE x.id = ANY ($6::text[]) AND ${CLAIMABLE}
+), ${LEASE_RANKED}`;
+
+/** Due order: due time, then creation, then id. */
+function dueOrder(a: DeliveryRecord, b: DeliveryRecord): number {
+  return a.next_attempt_at - b.next_attempt_at || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
 
 export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, work) => {
   /**
@@ -100,50 +149,24 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
    * committed. Answers each event's deliveries, ordered by endpoint.
    */
   const publishAll = async (batch: Publication[]): Promise<QueuedDelivery[][]> => {
-    // A taker's room applies to autocommit statements only: what it takes must be committed.
-    const taker = db.inTransaction ? null : ctx.publishTaker;
-    const offer = taker?.offer() ?? null;
-    const taken: DeliveryRecord[] = [];
-    try {
-      const statement = db.query<PublishRow>(PUBLISH_SQL, [
-        batch.map((p) => p.event.id),
-        batch.map((p) => p.event.event),
-        batch.map((p) => p.event.owner_id),
-        batch.map((p) => JSON.stringify(p.event.data ?? {})),
-        batch.map((p) => p.event.timestamp),
-        batch.map((p) => p.template.body),
-        batch.map((p) => p.template.next_attempt_at),
-        batch.map((p) => p.template.created_at),
-        offer?.owner ?? null,
-        offer?.now ?? 0,
-        offer?.leaseMs ?? 0,
-        offer?.limit ?? 0,
-        offer?.perEndpoint ?? 0,
-        offer?.skipEndpoints ?? [],
-        offer?.skipOwners ?? [],
-        offer?.perOwner ?? null,
-        (offer?.ownerRoom ?? []).map(([owner]) => owner),
-        (offer?.ownerRoom ?? []).map(([, room]) => room),
-      ]);
-      // Outside a transaction the statement is its own commit: one of the outbox's hot writes.
-      const { rows } = await (ctx.commitObserver && !db.inTransaction ? timedCommit(ctx, statement) : statement);
-      const queued: QueuedDelivery[][] = batch.map(() => []);
-      let unleased = false;
-      for (const row of rows) {
-        const { event, template } = batch[Number(row.n) - 1];
-        queued[Number(row.n) - 1] = row.ids.map((id, i) => {
-          const endpointId = Number(row.endpoint_ids[i]);
-          if (!row.leased[i]) unleased = true;
-          else taken.push(deliveryFromTemplate(id, endpointId, Number(row.owner_ids[i]), event.event, template));
-          return { id, endpoint_id: endpointId };
-        });
-      }
-      // Deliveries leased at publish are nobody else's work: dispatchers are woken for the rest.
-      if (unleased) db.announce(OUTBOX_NOTICE);
-      return queued;
-    } finally {
-      if (offer) taker!.take(offer, taken);
+    const statement = db.query<PublishRow>(PUBLISH_SQL, [
+      batch.map((p) => p.event.id),
+      batch.map((p) => p.event.event),
+      batch.map((p) => p.event.owner_id),
+      batch.map((p) => JSON.stringify(p.event.data ?? {})),
+      batch.map((p) => p.event.timestamp),
+      batch.map((p) => p.template.body),
+      batch.map((p) => p.template.next_attempt_at),
+      batch.map((p) => p.template.created_at),
+    ]);
+    // Outside a transaction the statement is its own commit: one of the outbox's hot writes.
+    const { rows } = await (ctx.commitObserver && !db.inTransaction ? timedCommit(ctx, statement) : statement);
+    const queued: QueuedDelivery[][] = batch.map(() => []);
+    for (const row of rows) {
+      queued[Number(row.n) - 1] = row.ids.map((id, i) => ({ id, endpoint_id: Number(row.endpoint_ids[i]) }));
     }
+    if (rows.length > 0) db.announce(OUTBOX_NOTICE);
+    return queued;
   };
   // Events published outside a transaction while others are being written go together in the
   // next statement (see Batcher): one round trip and one commit for many under load.
@@ -193,26 +216,11 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
     async claim(options: ClaimOptions) {
       const { owner, now, leaseMs, limit, perEndpoint } = options;
       if (limit <= 0 || perEndpoint <= 0) return [];
-      const byIds = options.ids !== undefined;
-      // Due, unleased candidates, at most `perEndpoint` of an endpoint and an owner's room; the
-      // first `limit` are locked (SKIP LOCKED) and leased (see panelctl_claim in migrations/0001-baseline.ts).
-      const { rows } = await work.query('SELECT * FROM panelctl_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)', [
-        owner,
-        now,
-        leaseMs,
-        limit,
-        perEndpoint,
-        options.skipEndpoints ?? [],
-        options.skipOwners ?? [],
-        byIds,
-        options.ids ?? [],
-        options.perOwner ?? null,
-        (options.ownerRoom ?? []).map(([owner]) => owner),
-        (options.ownerRoom ?? []).map(([, room]) => room),
-      ]);
-      return rows
-        .map(toDelivery)
-        .sort((a, b) => a.next_attempt_at - b.next_attempt_at || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+      const { rows } =
+        options.ids !== undefined
+          ? await work.query(CLAIM_IDS_SQL, [owner, now, leaseMs, limit, perEndpoint, options.ids])
+          : await work.query(CLAIM_SQL, [owner, now, leaseMs, limit, perEndpoint, options.skipEndpoints ?? [], options.skipOwners ?? []]);
+      return rows.map(toDelivery).sort(dueOrder);
     },
     async settle(owner: string, outcomes: DeliveryOutcome[]) {
       if (outcomes.length === 0) return [];
