@@ -294,11 +294,15 @@ export class Dispatcher {
         this.#scheduler.foundNothing(shape);
         continue;
       }
-      // The endpoints' policies (their caps) are known before their deliveries are held. The
-      // attempts awaited this read anyway; a failed one fails them (see #readEndpoints).
+      // An endpoint's policy (its cap) is known before its first deliveries are held: a batch
+      // with an endpoint not read before waits for the read (its attempts awaited it anyway; a
+      // failed one fails them, see #readEndpoints). Known endpoints go on with the policy last
+      // read, which this read refreshes.
       const read = this.#readEndpoints(claimed);
-      await read.endpoints.catch(() => undefined);
-      if (this.#state !== 'running') return this.#handBack(claimed);
+      if (claimed.some((d) => !this.#policies.has(d.endpoint_id))) {
+        await read.endpoints.catch(() => undefined);
+        if (this.#state !== 'running') return this.#handBack(claimed);
+      }
       const excess = this.#scheduler.hold(claimed, read, this.#clock());
       void this.#handBack(excess);
     }
