@@ -28,6 +28,10 @@ export interface WebhookEndpoint {
   health?: EndpointHealth;
   created_at: string;
   updated_at: string;
+  /** Absent from older daemons (not paused). */
+  paused?: boolean;
+  /** Deliveries kept while paused. Absent from older daemons. */
+  paused_deliveries?: number;
 }
 
 export interface Site {

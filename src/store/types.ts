@@ -70,6 +70,8 @@ export interface WebhookRecord {
   signature?: 'seed' | 'standard-webhooks';
   /** When the endpoint was last enabled again: failures before it do not count towards auto-disable. */
   health_reset_at?: string | null;
+  /** Deliveries are kept and not attempted while true; absent on older records (false). */
+  paused?: boolean;
 }
 
 export interface ResetTokenRecord {

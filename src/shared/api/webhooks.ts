@@ -19,6 +19,12 @@ const SignatureScheme = Type.Union([Type.Literal('seed'), Type.Literal('standard
     '`whsec_` and the base64 of 24 to 64 bytes',
 });
 
+const Paused = Type.Boolean({
+  description:
+    'Default false. true: matching events are kept for the endpoint (durably) and not attempted; false again: the kept ' +
+    'deliveries go in publish order, then new ones. Unlike `active: false`, nothing is dropped',
+});
+
 export const EndpointHealth = Type.Object(
   {
     consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed deliveries in a row (both attempts failed), since the endpoint was last enabled' }),
@@ -44,6 +50,8 @@ export const WebhookEndpoint = Type.Object(
     health: EndpointHealth,
     created_at: Timestamp,
     updated_at: Timestamp,
+    paused: Type.Boolean({ description: 'While true, matching events are kept for the endpoint and not attempted; sent in publish order once false again' }),
+    paused_deliveries: Type.Integer({ minimum: 0, description: 'Deliveries kept while paused (0 when not paused)' }),
   },
   { $id: 'WebhookEndpoint' },
 );
@@ -56,6 +64,7 @@ export const CreateWebhookBody = Type.Object(
     events: Events,
     active: Type.Optional(Type.Boolean({ default: true, description: 'Default true' })),
     signature: Type.Optional(SignatureScheme),
+    paused: Type.Optional(Paused),
   },
   { additionalProperties: false },
 );
@@ -68,6 +77,7 @@ export const UpdateWebhookBody = Type.Object(
     events: Type.Optional(Events),
     active: Type.Optional(Type.Boolean({ description: 'Enabling an inactive endpoint resets its count of failed deliveries in a row' })),
     signature: Type.Optional(SignatureScheme),
+    paused: Type.Optional(Paused),
   },
   { additionalProperties: false, description: 'Any of the fields; the others stay as they are' },
 );

@@ -109,6 +109,8 @@ export class JsonRepositories implements Repositories {
       const admins = state.users.byGroup('role', 'admin').map((u) => u.id);
       return state.endpoints.match(event, ownerId === null ? admins : [ownerId, ...admins]);
     };
+    // A paused endpoint's deliveries stay in its lane, left out of every claim (a map lookup per lane).
+    const paused = (endpointId: number): boolean => state.webhooks.get(endpointId)?.paused === true;
     const emailTaken = (email: string, except?: number) => {
       const other = state.users.byUnique('email', lower(email));
       if (other && other.id !== except) throw new StoreConflictError('users.email', `a user with email ${lower(email)} already exists`);
@@ -283,6 +285,8 @@ export class JsonRepositories implements Repositories {
           if (!current) return undefined;
           const hook = w.put('webhooks', { ...current, ...patch, id } as WebhookRecord);
           w.change({ kind: 'record', collection: 'webhooks', id });
+          // Resumed: its kept deliveries are claimable again; the dispatcher claims now.
+          if (patch.paused === false && current.paused) w.change({ kind: 'outbox' });
           return hook;
         }),
       remove: (id) => run((w) => removeWebhook(w, id)),
@@ -391,7 +395,7 @@ export class JsonRepositories implements Repositories {
           return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
         }),
       // Records are made as deliveries leave the store; inside it they are compact entries.
-      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id)).map((d) => d.record()),
+      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id), paused).map((d) => d.record()),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>
         run((w) => {
           const recorded: string[] = [];
@@ -421,7 +425,15 @@ export class JsonRepositories implements Repositories {
       release: async (owner, ids) => {
         for (const id of ids) state.lanes.release(owner, id);
       },
-      nextDueAt: async () => state.lanes.nextDueAt(),
+      nextDueAt: async () => state.lanes.nextDueAt(paused),
+      pendingByEndpoint: async (endpointIds) => {
+        const counts = new Map<number, number>();
+        for (const id of endpointIds) {
+          const n = state.lanes.pendingOf(id);
+          if (n > 0) counts.set(id, n);
+        }
+        return counts;
+      },
       pendingCount: async () => state.deliveries.size,
       stats: async () => ({ pending: state.deliveries.size, oldest_pending_at: state.deliveries.oldestCreatedAt() }),
       get: async (id) => state.deliveries.get(id),

@@ -1,4 +1,4 @@
-// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--signature S]`.
+// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--paused] [--signature S]`.
 import { Command, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
 import type { Context } from '../../context.js';
@@ -9,6 +9,7 @@ export interface WebhooksCreateOptions extends SecretOptions {
   url: string;
   events: string;
   inactive?: boolean;
+  paused?: boolean;
   signature?: SignatureScheme;
 }
 
@@ -21,6 +22,7 @@ export function webhooksCreateCommand(ctx: Context): Command {
     .option('--secret-stdin', 'read the signing secret from the first line of standard input')
     .option('--generate-secret', 'generate a random signing secret and print it once')
     .option('--inactive', 'create it inactive (it receives no events until enabled)')
+    .option('--paused', 'create it paused (its events are kept until `webhooks resume`)')
     .addOption(
       new Option('--signature <scheme>', 'seed: X-Webhook-Signature only; standard-webhooks: also the Standard Webhooks headers (needs a whsec_ secret)')
         .choices(SIGNATURE_SCHEMES)
@@ -32,7 +34,7 @@ export function webhooksCreateCommand(ctx: Context): Command {
 export async function webhooksCreateRun(ctx: Context, options: WebhooksCreateOptions): Promise<void> {
   const scheme = options.signature ?? 'seed';
   const secret = (await resolveSecret(ctx, options, true, scheme))!;
-  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme };
+  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme, ...(options.paused ? { paused: true } : {}) };
   const { data } = await ctx.client().call<WebhookEndpoint>('POST', '/webhooks', body);
   if (ctx.json) {
     // The generated secret exists nowhere else: it joins the data, once.

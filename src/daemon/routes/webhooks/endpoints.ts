@@ -77,7 +77,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { url, secret, events, active = true, signature = 'seed' } = request.body;
+      const { url, secret, events, active = true, signature = 'seed', paused } = request.body;
       checkSecret(signature, secret);
       const record: Omit<WebhookRecord, 'id'> = {
         user_id: principalOf(request).userId,
@@ -89,6 +89,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
         created_at: new Date(app.clock()).toISOString(),
         updated_at: '',
       };
+      if (paused) record.paused = true;
       record.updated_at = record.created_at;
       const created = await app.store.webhooks.insert(record);
       reply.code(201);
@@ -147,7 +148,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature)',
+        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, paused)',
         security,
         params: IdParam,
         body: UpdateWebhookBody,
@@ -157,9 +158,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       const current = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { url, secret, events, active, signature } = request.body;
-      if (url === undefined && secret === undefined && events === undefined && active === undefined && signature === undefined) {
-        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature');
+      const { url, secret, events, active, signature, paused } = request.body;
+      if (url === undefined && secret === undefined && events === undefined && active === undefined && signature === undefined && paused === undefined) {
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, paused');
       }
       checkSecret(signature ?? current.signature ?? 'seed', secret ?? current.secret);
       const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
@@ -168,6 +169,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
       if (secret !== undefined) patch.secret = secret;
       if (active !== undefined) patch.active = active;
       if (signature !== undefined) patch.signature = signature;
+      if (paused !== undefined) patch.paused = paused;
       // Enabled again: failures from before no longer count towards the auto-disable.
       if (active === true && !current.active) patch.health_reset_at = patch.updated_at;
       const updated = await app.store.webhooks.update(id, patch);

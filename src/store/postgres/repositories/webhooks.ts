@@ -1,7 +1,7 @@
 // Webhook endpoints, and which of them receive an event (through webhook_events, kept by a
 // trigger from each endpoint's list of events).
 import type { WebhooksRepository } from '../../store.js';
-import { changing, type RepositoryFactory } from './context.js';
+import { changing, OUTBOX_NOTICE, type RepositoryFactory } from './context.js';
 import { insertStatement, toWebhook, updateStatement } from '../rows.js';
 
 /**
@@ -65,6 +65,8 @@ export const webhooksRepository: RepositoryFactory<WebhooksRepository> = (db, _c
       const statement = updateStatement('webhooks', id, patch);
       if (!statement) return webhooks.get(id);
       const { rows } = await changing(db, 'webhooks', statement.text, statement.values);
+      // Resumed: its kept deliveries are claimable again; dispatchers claim now, not at their poll.
+      if (rows[0] && patch.paused === false) db.announce(OUTBOX_NOTICE);
       return rows[0] && toWebhook(rows[0]);
     },
     async remove(id) {
