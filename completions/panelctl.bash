@@ -252,7 +252,7 @@ _panelctl_option_value() {
     'keys delete|--data-dir') _panelctl_reply dir '' ;;
     'webhooks|--ca') _panelctl_reply file '' ;;
     'webhooks|--data-dir') _panelctl_reply dir '' ;;
-    'webhooks create|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks create|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'webhooks create|--signature') _panelctl_reply words 'seed standard-webhooks' ;;
     'webhooks create|--ca') _panelctl_reply file '' ;;
     'webhooks create|--data-dir') _panelctl_reply dir '' ;;
@@ -260,7 +260,7 @@ _panelctl_option_value() {
     'webhooks list|--data-dir') _panelctl_reply dir '' ;;
     'webhooks show|--ca') _panelctl_reply file '' ;;
     'webhooks show|--data-dir') _panelctl_reply dir '' ;;
-    'webhooks update|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks update|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'webhooks update|--signature') _panelctl_reply words 'seed standard-webhooks' ;;
     'webhooks update|--ca') _panelctl_reply file '' ;;
     'webhooks update|--data-dir') _panelctl_reply dir '' ;;
@@ -282,7 +282,7 @@ _panelctl_option_value() {
     'webhooks pause|--data-dir') _panelctl_reply dir '' ;;
     'webhooks resume|--ca') _panelctl_reply file '' ;;
     'webhooks resume|--data-dir') _panelctl_reply dir '' ;;
-    'listen|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'listen|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'listen|--ca') _panelctl_reply file '' ;;
     'listen|--data-dir') _panelctl_reply dir '' ;;
     'events|--ca') _panelctl_reply file '' ;;
@@ -350,7 +350,7 @@ _panelctl_option_value() {
 
 _panelctl_arg_value() {
   case "$1|$2" in
-    'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes totp_max_failures totp_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
     'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes totp_max_failures totp_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
     'completion|0') _panelctl_reply words 'bash zsh fish' ;;

@@ -63,4 +63,27 @@ describe.concurrent('pause and operational events through the daemon', () => {
     const got = await held.waitFor(7);
     expect(got.map((r) => JSON.parse(r.body).data.site_id)).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
+
+  it('tells the owner\'s endpoint naming endpoint.disabled when the daemon disables one, and not a `*` one', { timeout: 60_000 }, async () => {
+    const [world, failing, watcher, everything] = await Promise.all([setUp(), receiver(), receiver(), receiver()]);
+    failing.respondWith(500);
+    const { id: ownerId, token } = await customer(world);
+    const failingId = await endpoint(world, token, { url: failing.url, events: 'domain.created' });
+    const watcherId = await endpoint(world, token, { url: watcher.url, events: 'endpoint.disabled,delivery.failed' });
+    const everythingId = await endpoint(world, token, { url: everything.url, events: '*' });
+    expect((await world.daemon.request('PUT', '/admin/settings', { token: world.admin, body: { webhook_disable_after_failures: 1 } })).status).toBe(200);
+    await publish(world, 'domain.created', { domain_id: 1, name: 'd1.example' }, ownerId);
+    const got = await watcher.waitFor(2);
+    const events = Object.fromEntries(got.map((r) => [JSON.parse(r.body).event, JSON.parse(r.body).data]));
+    expect(events['delivery.failed']).toEqual({ endpoint_id: failingId, delivery_id: expect.any(String), event: 'domain.created', reason: 'HTTP 500', attempts: 2 });
+    expect(events['endpoint.disabled']).toEqual({ endpoint_id: failingId, url: failing.url, reason: expect.stringContaining('1 failed deliveries in a row') });
+    expect((await world.daemon.request('GET', `/webhooks/${failingId}`, { token })).body.data.active).toBe(false);
+    // The `*` endpoint gets nothing operational: a later marker event arrives right after the
+    // domain.created (an endpoint's deliveries go in publish order).
+    await waitForEntries(world, token, watcherId, 2);
+    await publish(world, 'site.created', { site_id: 1, domain: 'marker.example' }, ownerId);
+    await everything.waitFor(2);
+    await waitForEntries(world, token, everythingId, 2);
+    expect(everything.requests.map((r) => JSON.parse(r.body).event)).toEqual(['domain.created', 'site.created']);
+  });
 });

@@ -74,3 +74,51 @@ describe('pause and resume', () => {
     expect(h.sender.requests[1].deliveryId).toBe(h.sender.requests[0].deliveryId);
   });
 });
+
+describe('operational events', () => {
+  it('delivery.failed reaches the owner\'s endpoint naming it, not a `*` one nor another customer\'s', async () => {
+    const h = (harness = await startDispatcherHarness());
+    const owner = await h.user();
+    const stranger = await h.user();
+    const failing = await h.endpoint(owner, { events: 'site.created' });
+    const watcher = await h.endpoint(owner, { events: 'delivery.failed' });
+    const everything = await h.endpoint(owner, { events: '*' });
+    const elsewhere = await h.endpoint(stranger, { events: 'delivery.failed' });
+    h.sender.handle(() => ({ status: 500, body: 'down' }), failing.url);
+    expect(await h.publish(owner)).toBe(2);
+    await vi.waitFor(async () => expect(await h.log(failing.id)).toHaveLength(1), WAIT);
+    h.advance(RETRY_DELAY_MS);
+    await vi.waitFor(() => expect(h.sender.to(watcher.url)).toHaveLength(1), WAIT);
+    const [failed] = h.sender.to(failing.url);
+    const sent = JSON.parse(h.sender.to(watcher.url)[0].body);
+    expect(sent).toEqual({
+      event: 'delivery.failed',
+      timestamp: expect.any(String),
+      data: { endpoint_id: failing.id, delivery_id: failed.deliveryId, event: 'site.created', reason: 'HTTP 500', attempts: 2 },
+    });
+    // Everything the outbox held is out: the `*` endpoint had the site.created only, the stranger nothing.
+    await vi.waitFor(async () => expect(await h.pending()).toBe(0), WAIT);
+    await h.dispatcher.stop();
+    expect(h.sender.to(everything.url).map((r) => JSON.parse(r.body).event)).toEqual(['site.created']);
+    expect(h.sender.to(elsewhere.url)).toHaveLength(0);
+  });
+
+  it('a failed delivery of delivery.failed emits nothing more (no loop)', async () => {
+    const h = (harness = await startDispatcherHarness());
+    const owner = await h.user();
+    const failing = await h.endpoint(owner, { events: 'site.created' });
+    const watcher = await h.endpoint(owner, { events: 'delivery.failed' });
+    h.sender.handle(() => ({ status: 503 }));
+    await h.publish(owner);
+    await vi.waitFor(async () => expect(await h.log(failing.id)).toHaveLength(1), WAIT);
+    h.advance(RETRY_DELAY_MS);
+    await vi.waitFor(async () => expect(await h.log(watcher.id)).toHaveLength(1), WAIT);
+    h.advance(RETRY_DELAY_MS);
+    await vi.waitFor(async () => expect(await h.log(watcher.id)).toHaveLength(2), WAIT);
+    // stop() waits for every attempt's job, the publishing of operational events included.
+    await h.dispatcher.stop();
+    expect(await h.pending()).toBe(0);
+    expect(h.sender.to(watcher.url)).toHaveLength(2);
+    expect(new Set(h.sender.to(watcher.url).map((r) => r.deliveryId)).size).toBe(1);
+  });
+});

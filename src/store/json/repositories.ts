@@ -3,6 +3,7 @@
 // committed on its own. The store's rules (unique keys, references, cascades) are checked
 // here, inside the single-threaded change, so concurrent requests cannot both pass them.
 import { randomUUID } from 'node:crypto';
+import { isOperational } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
@@ -106,6 +107,8 @@ export class JsonRepositories implements Repositories {
     // number of endpoints. Admins are found by role at match time, so a role change needs no
     // index of its own.
     const subscribedTo = (event: string, ownerId: number | null): WebhookRecord[] => {
+      // An operational event reaches only the owner's endpoints that name it.
+      if (isOperational(event)) return ownerId === null ? [] : state.endpoints.match(event, [ownerId], false);
       const admins = state.users.byGroup('role', 'admin').map((u) => u.id);
       return state.endpoints.match(event, ownerId === null ? admins : [ownerId, ...admins]);
     };

@@ -833,6 +833,27 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.outbox.claim({ ...claimDefaults, owner: 'p3', now: 2_000 })).map((d) => d.id)).toEqual(held.map((d) => d.id));
       });
 
+      it('an operational event is queued only for its owner\'s endpoints that name it: not `*`, not admins\'', async () => {
+        const admin = await store.users.insert(userRecord('opadmin@example.test', 'admin'));
+        const c1 = await store.users.insert(userRecord('op1@example.test'));
+        const c2 = await store.users.insert(userRecord('op2@example.test'));
+        const hook = (userId: number, events: string) =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active: true, created_at: T0, updated_at: T0 });
+        await hook(admin.id, '*');
+        await hook(admin.id, 'delivery.failed');
+        await hook(c1.id, '*');
+        const named = await hook(c1.id, 'site.created,delivery.failed');
+        await hook(c1.id, 'endpoint.disabled');
+        await hook(c2.id, 'delivery.failed');
+        const template = { body: '{}', next_attempt_at: 0, created_at: T0 };
+        const failed = { ...eventRecord(), event: 'delivery.failed', owner_id: c1.id };
+        expect((await store.outbox.publish(failed, template)).map((q) => q.endpoint_id)).toEqual([named.id]);
+        expect((await store.webhooks.subscribedTo('delivery.failed', c1.id)).map((w) => w.id)).toEqual([named.id]);
+        expect(await store.outbox.publish({ ...failed, owner_id: null }, template)).toEqual([]);
+        // An ordinary event still reaches `*` and the admins'.
+        expect(await store.outbox.publish({ ...eventRecord(), owner_id: c1.id }, template)).toHaveLength(3);
+      });
+
       it('two claimers never get the same delivery', async () => {
         const { user, hooks } = await endpoints(5);
         const all = hooks.flatMap((h) => Array.from({ length: 20 }, () => delivery(h.id, user.id, 0)));
