@@ -7,6 +7,7 @@ import { webhooksDeliveriesCommand } from './deliveries.js';
 import { webhooksListCommand } from './list.js';
 import { webhooksRecoverCommand } from './recover.js';
 import { webhooksRedeliverCommand } from './redeliver.js';
+import { webhooksRotateSecretCommand } from './rotate-secret.js';
 import { webhooksShowCommand } from './show.js';
 import { webhooksTestCommand } from './test.js';
 import { webhooksDisableCommand, webhooksEnableCommand } from './toggle.js';
@@ -25,5 +26,6 @@ export function webhooksCommand(ctx: Context): Command {
     .addCommand(webhooksTestCommand(ctx))
     .addCommand(webhooksDeliveriesCommand(ctx))
     .addCommand(webhooksRedeliverCommand(ctx))
-    .addCommand(webhooksRecoverCommand(ctx));
+    .addCommand(webhooksRecoverCommand(ctx))
+    .addCommand(webhooksRotateSecretCommand(ctx));
 }
