@@ -57,12 +57,14 @@ export function previousSecret(endpoint: WebhookRecord, nowMs: number): string |
  * header's name (customHeadersProblem refuses them).
  */
 export function deliveryHeaders(endpoint: WebhookRecord, delivery: DeliveryRecord, nowMs: number): Record<string, string> {
-  const headers: Record<string, string> = endpoint.headers ? { ...endpoint.headers } : {};
-  headers[HEADER.contentType] = 'application/json';
-  headers[HEADER.userAgent] = USER_AGENT;
-  headers[HEADER.event] = delivery.event;
-  headers[HEADER.signature] = signature(delivery.body, endpoint.secret);
-  headers[HEADER.delivery] = delivery.id;
+  const own: Record<string, string> = {
+    [HEADER.contentType]: 'application/json',
+    [HEADER.userAgent]: USER_AGENT,
+    [HEADER.event]: delivery.event,
+    [HEADER.signature]: signature(delivery.body, endpoint.secret),
+    [HEADER.delivery]: delivery.id,
+  };
+  const headers = endpoint.headers ? { ...endpoint.headers, ...own } : own;
   const previous = previousSecret(endpoint, nowMs);
   if (previous !== null) headers[HEADER.signaturePrevious] = signature(delivery.body, previous);
   if (endpoint.signature === 'standard-webhooks' && standardKey(endpoint.secret)) {
