@@ -21,7 +21,7 @@ _panelctl_subcommands() {
     'keys create') echo '' ;;
     'keys list') echo '' ;;
     'keys delete') echo '' ;;
-    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver recover pause resume' ;;
+    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver recover rotate-secret pause resume' ;;
     'webhooks create') echo '' ;;
     'webhooks list') echo '' ;;
     'webhooks show') echo '' ;;
@@ -33,6 +33,7 @@ _panelctl_subcommands() {
     'webhooks deliveries') echo '' ;;
     'webhooks redeliver') echo '' ;;
     'webhooks recover') echo '' ;;
+    'webhooks rotate-secret') echo '' ;;
     'webhooks pause') echo '' ;;
     'webhooks resume') echo '' ;;
     'listen') echo '' ;;
@@ -86,10 +87,10 @@ _panelctl_options() {
     'keys list') echo '-n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'keys delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --paused --signature -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --paused --signature --header -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks list') echo '-n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks show') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature --header -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -97,6 +98,7 @@ _panelctl_options() {
     'webhooks deliveries') echo '-f --follow --failed --event --since -n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks redeliver') echo '--no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks recover') echo '--since --until -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks rotate-secret') echo '--secret-stdin --generate-secret --overlap -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks pause') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks resume') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'listen') echo '--events --forward-to --print-secret -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -150,10 +152,10 @@ _panelctl_value_options() {
     'keys list') echo '-n --limit --url --token --ca --data-dir' ;;
     'keys delete') echo '--url --token --ca --data-dir' ;;
     'webhooks') echo '--url --token --ca --data-dir' ;;
-    'webhooks create') echo '--url --events --secret --signature --token --ca --data-dir' ;;
+    'webhooks create') echo '--url --events --secret --signature --header --token --ca --data-dir' ;;
     'webhooks list') echo '-n --limit --url --token --ca --data-dir' ;;
     'webhooks show') echo '--url --token --ca --data-dir' ;;
-    'webhooks update') echo '--url --events --signature --token --ca --data-dir' ;;
+    'webhooks update') echo '--url --events --signature --header --token --ca --data-dir' ;;
     'webhooks enable') echo '--url --token --ca --data-dir' ;;
     'webhooks disable') echo '--url --token --ca --data-dir' ;;
     'webhooks delete') echo '--url --token --ca --data-dir' ;;
@@ -161,6 +163,7 @@ _panelctl_value_options() {
     'webhooks deliveries') echo '--event --since -n --limit --url --token --ca --data-dir' ;;
     'webhooks redeliver') echo '--url --token --ca --data-dir' ;;
     'webhooks recover') echo '--since --until --url --token --ca --data-dir' ;;
+    'webhooks rotate-secret') echo '--overlap --url --token --ca --data-dir' ;;
     'webhooks pause') echo '--url --token --ca --data-dir' ;;
     'webhooks resume') echo '--url --token --ca --data-dir' ;;
     'listen') echo '--events --forward-to --url --token --ca --data-dir' ;;
@@ -278,6 +281,8 @@ _panelctl_option_value() {
     'webhooks redeliver|--data-dir') _panelctl_reply dir '' ;;
     'webhooks recover|--ca') _panelctl_reply file '' ;;
     'webhooks recover|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks rotate-secret|--ca') _panelctl_reply file '' ;;
+    'webhooks rotate-secret|--data-dir') _panelctl_reply dir '' ;;
     'webhooks pause|--ca') _panelctl_reply file '' ;;
     'webhooks pause|--data-dir') _panelctl_reply dir '' ;;
     'webhooks resume|--ca') _panelctl_reply file '' ;;

@@ -126,6 +126,8 @@ export interface WebhooksRepository {
   update(id: number, patch: Partial<NewRecord<WebhookRecord>>): Promise<WebhookRecord | undefined>;
   /** Removes the endpoint with its pending deliveries and its delivery log. */
   remove(id: number): Promise<WebhookRecord | undefined>;
+  /** Drops every previous secret (a rotation's overlap) that expired at or before `now` (ISO); answers how many. */
+  forgetExpiredSecrets(now: string): Promise<number>;
 }
 
 export interface ResetTokensRepository {

@@ -343,7 +343,13 @@ export class Dispatcher {
     const at = this.#clock();
     if (deliveries.length === 0) return { at, endpoints: Promise.resolve(new Map()) };
     const ids = [...new Set(deliveries.map((d) => d.endpoint_id))];
-    const endpoints = this.#store.webhooks.getMany(ids).then((list) => new Map(list.map((e) => [e.id, e])));
+    const endpoints = this.#store.webhooks.getMany(ids).then((list) => {
+      // A rotation's overlap that has ended: its previous secret goes from the store now.
+      if (list.some((e) => e.previous_secret_expires_at && Date.parse(e.previous_secret_expires_at) <= at)) {
+        this.#store.webhooks.forgetExpiredSecrets(new Date(at).toISOString()).catch((error) => this.#failed(error, {}, 'could not drop expired previous secrets'));
+      }
+      return new Map(list.map((e) => [e.id, e]));
+    });
     // Every launched attempt awaits it; none may be launched (all handed back).
     endpoints.catch(() => undefined);
     return { at, endpoints };

@@ -293,6 +293,17 @@ export class JsonRepositories implements Repositories {
           return hook;
         }),
       remove: (id) => run((w) => removeWebhook(w, id)),
+      forgetExpiredSecrets: (now) =>
+        run((w) => {
+          let forgotten = 0;
+          for (const hook of state.webhooks.values()) {
+            if (!hook.previous_secret_expires_at || hook.previous_secret_expires_at > now) continue;
+            w.put('webhooks', { ...hook, previous_secret: null, previous_secret_expires_at: null });
+            w.change({ kind: 'record', collection: 'webhooks', id: hook.id });
+            forgotten++;
+          }
+          return forgotten;
+        }),
     };
 
     this.resetTokens = {

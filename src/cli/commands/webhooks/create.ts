@@ -1,7 +1,8 @@
-// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--paused] [--signature S]`.
-import { Command, Option } from 'commander';
+// `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--paused] [--signature S] [--header 'Name: value' …]`.
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
 import type { Context } from '../../context.js';
+import { UsageError } from '../../errors.js';
 import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SecretOptions, type SignatureScheme } from './secret.js';
 import { showEndpoint } from './view.js';
 
@@ -11,6 +12,18 @@ export interface WebhooksCreateOptions extends SecretOptions {
   inactive?: boolean;
   paused?: boolean;
   signature?: SignatureScheme;
+  header?: Array<[string, string]>;
+}
+
+/**
+ * `--header 'Name: value'`, repeatable, collected in order; `Name:` (no value) is kept as an
+ * empty value, which `update` sends as a removal.
+ */
+export function collectHeader(option: string, previous: Array<[string, string]> = []): Array<[string, string]> {
+  const colon = option.indexOf(':');
+  const name = colon === -1 ? '' : option.slice(0, colon).trim();
+  if (!name) throw new InvalidArgumentError(`expected 'Name: value', got "${option}"`);
+  return [...previous, [name, option.slice(colon + 1).trim()]];
 }
 
 export function webhooksCreateCommand(ctx: Context): Command {
@@ -28,13 +41,20 @@ export function webhooksCreateCommand(ctx: Context): Command {
         .choices(SIGNATURE_SCHEMES)
         .default('seed'),
     )
+    .option('--header <header>', "extra request header 'Name: value' sent with every delivery (repeatable; the value is never shown again)", collectHeader)
     .action(async (options: WebhooksCreateOptions) => webhooksCreateRun(ctx, options));
 }
 
 export async function webhooksCreateRun(ctx: Context, options: WebhooksCreateOptions): Promise<void> {
   const scheme = options.signature ?? 'seed';
   const secret = (await resolveSecret(ctx, options, true, scheme))!;
-  const body = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme, ...(options.paused ? { paused: true } : {}) };
+  const body: Record<string, unknown> = { url: options.url, events: options.events, secret: secret.value, active: !options.inactive, signature: scheme };
+  if (options.paused) body.paused = true;
+  if (options.header?.length) {
+    const empty = options.header.find(([, value]) => value === '');
+    if (empty) throw new UsageError(`--header ${empty[0]}: needs a value`);
+    body.headers = Object.fromEntries(options.header);
+  }
   const { data } = await ctx.client().call<WebhookEndpoint>('POST', '/webhooks', body);
   if (ctx.json) {
     // The generated secret exists nowhere else: it joins the data, once.

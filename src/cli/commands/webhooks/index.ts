@@ -8,6 +8,7 @@ import { webhooksListCommand } from './list.js';
 import { webhooksPauseCommand } from './pause.js';
 import { webhooksRecoverCommand } from './recover.js';
 import { webhooksRedeliverCommand } from './redeliver.js';
+import { webhooksRotateSecretCommand } from './rotate-secret.js';
 import { webhooksResumeCommand } from './resume.js';
 import { webhooksShowCommand } from './show.js';
 import { webhooksTestCommand } from './test.js';
@@ -28,6 +29,7 @@ export function webhooksCommand(ctx: Context): Command {
     .addCommand(webhooksDeliveriesCommand(ctx))
     .addCommand(webhooksRedeliverCommand(ctx))
     .addCommand(webhooksRecoverCommand(ctx))
+    .addCommand(webhooksRotateSecretCommand(ctx))
     .addCommand(webhooksPauseCommand(ctx))
     .addCommand(webhooksResumeCommand(ctx));
 }

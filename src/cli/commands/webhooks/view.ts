@@ -47,6 +47,8 @@ export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint, extra: Array<[st
     ['active', endpoint.active ? ui.c.green('yes') : ui.c.yellow('no')],
     ['signature', endpoint.signature ?? 'seed'],
     ['paused', endpoint.paused ? ui.c.yellow(pausedSummary(endpoint)) : 'no'],
+    ...Object.entries(endpoint.headers ?? {}).map(([name, value]): [string, string] => ['header', `${name}: ${value}`]),
+    ...(endpoint.previous_secret_expires_at ? [['previous secret', `signs too until ${ui.time(endpoint.previous_secret_expires_at)}`] as [string, string]] : []),
     ...healthPairs(ui, endpoint.health),
     ['created', ui.time(endpoint.created_at)],
     ['updated', ui.time(endpoint.updated_at)],

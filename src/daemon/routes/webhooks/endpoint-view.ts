@@ -1,10 +1,11 @@
-// The endpoint as the API shows it: everything but the secret, with its signature scheme and
+// The endpoint as the API shows it: everything but the secrets (custom header values masked), with its signature scheme and
 // its health, from the summary the store keeps of its delivery log.
 import type { FastifyInstance } from 'fastify';
 import type { WebhookEndpoint } from '../../../shared/api/webhooks.js';
 import type { LogHealth } from '../../../store/store.js';
 import type { WebhookRecord } from '../../../store/types.js';
 import { computeHealth, healthFromSummary, type EndpointHealth } from '../../dispatcher/health.js';
+import { maskedHeaders, previousSecret } from '../../dispatcher/headers.js';
 
 /**
  * @example
@@ -29,6 +30,9 @@ export async function endpointViews(app: FastifyInstance, records: WebhookRecord
     const health = await healthOf(app, record, summaries.get(id) ?? null, now);
     const paused = record.paused === true;
     out[i] = { id, user_id, url, events, active, signature: record.signature ?? 'seed', health, created_at, updated_at, paused, paused_deliveries: paused ? (kept.get(id) ?? 0) : 0 };
+    // Present only when set, so an endpoint without them answers as before.
+    if (record.headers && Object.keys(record.headers).length > 0) out[i].headers = maskedHeaders(record.headers);
+    if (previousSecret(record, now) !== null) out[i].previous_secret_expires_at = record.previous_secret_expires_at!;
   }
   return out;
 }

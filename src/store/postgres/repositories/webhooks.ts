@@ -83,6 +83,15 @@ export const webhooksRepository: RepositoryFactory<WebhooksRepository> = (db, _c
       const { rows } = await changing(db, 'webhooks', 'DELETE FROM webhooks WHERE id = $1 RETURNING *', [id]);
       return rows[0] && toWebhook(rows[0]);
     },
+    async forgetExpiredSecrets(now) {
+      const { rows } = await changing(
+        db,
+        'webhooks',
+        'UPDATE webhooks SET previous_secret = NULL, previous_secret_expires_at = NULL WHERE previous_secret_expires_at <= $1 RETURNING id',
+        [now],
+      );
+      return rows.length;
+    },
   };
   return webhooks;
 };
