@@ -9,6 +9,8 @@ import baseline from './migrations/0001-baseline.js';
 import domainWrites from './migrations/0002-domain-writes.js';
 import revocationsNoted from './migrations/0003-revocations-noted.js';
 import retryPolicies from './migrations/0004-retry-policies.js';
+import endpointHeadersRotation from './migrations/0005-endpoint-headers-rotation.js';
+import pausedEndpoints from './migrations/0006-paused-endpoints.js';
 
 export interface PgMigration {
   version: number;
@@ -25,6 +27,8 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 2, name: 'domain writes in one statement', sql: domainWrites },
   { version: 3, name: 'revocations noted for cached callers', sql: revocationsNoted },
   { version: 4, name: 'retry schedules and caps per endpoint', sql: retryPolicies },
+  { version: 5, name: 'endpoint headers and secret rotation', sql: endpointHeadersRotation },
+  { version: 6, name: 'paused endpoints', sql: pausedEndpoints },
 ];
 
 /**

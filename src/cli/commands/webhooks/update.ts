@@ -1,15 +1,15 @@
 // `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]
-// [--retry-schedule 1,1,2|none] [--max-in-flight N]`:
-// a partial update (PUT with only the given fields); a new secret rotates the signing key.
+// [--header 'Name: value' | --header 'Name:' …] [--retry-schedule 1,1,2|none] [--max-in-flight N]`: a partial update (PUT with only the given
+// fields); a new secret rotates the signing key at once (`webhooks rotate-secret` keeps the old one signing for a while). A header with a
+// value sets it, `Name:` removes it; the others stay.
 import { Command, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
-import { parseId } from '../../args.js';
+import { parseCount, parseId } from '../../args.js';
 import type { Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
 import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SignatureScheme } from './secret.js';
+import { RETRY_SCHEDULE_HELP, collectHeader, parseRetrySchedule, policyBody } from './create.js';
 import { showEndpoint } from './view.js';
-import { RETRY_SCHEDULE_HELP, parseRetrySchedule, policyBody } from './create.js';
-import { parseCount } from '../../args.js';
 
 export interface WebhooksUpdateOptions {
   url?: string;
@@ -18,6 +18,7 @@ export interface WebhooksUpdateOptions {
   secretStdin?: boolean;
   generateSecret?: boolean;
   signature?: SignatureScheme;
+  header?: Array<[string, string]>;
   retrySchedule?: number[];
   maxInFlight?: number;
 }
@@ -33,6 +34,7 @@ export function webhooksUpdateCommand(ctx: Context): Command {
     .option('--secret-stdin', 'rotate the signing secret: read the new one from standard input')
     .option('--generate-secret', 'rotate the signing secret: generate one and print it once')
     .addOption(new Option('--signature <scheme>', 'seed or standard-webhooks (which needs a whsec_ secret)').choices(SIGNATURE_SCHEMES))
+    .option('--header <header>', "set a request header 'Name: value', or remove one with 'Name:' (repeatable)", collectHeader)
     .option('--retry-schedule <seconds>', RETRY_SCHEDULE_HELP, parseRetrySchedule)
     .option('--max-in-flight <n>', 'attempts at once to the endpoint, 1-64', parseCount)
     .action(async (id: number, options: WebhooksUpdateOptions & { inactive?: boolean }) =>
@@ -51,9 +53,10 @@ export async function webhooksUpdateRun(ctx: Context, id: number, options: Webho
   if (options.events !== undefined) body.events = options.events;
   if (options.active !== undefined) body.active = options.active;
   if (secret) body.secret = secret.value;
+  if (options.header?.length) body.headers = Object.fromEntries(options.header.map(([name, value]) => [name, value === '' ? null : value]));
   Object.assign(body, policyBody(options));
   if (Object.keys(body).length === 0) {
-    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --secret-stdin, --generate-secret, --retry-schedule or --max-in-flight');
+    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --header, --secret-stdin, --generate-secret, --retry-schedule or --max-in-flight');
   }
   const { data } = await ctx.client().call<WebhookEndpoint>('PUT', `/webhooks/${id}`, body);
   if (ctx.json) {

@@ -14,7 +14,7 @@ import {
   WebhookEndpoint,
 } from '../../../shared/api/webhooks.js';
 import type { WebhookRecord } from '../../../store/types.js';
-import { secretProblem, type SignatureScheme } from '../../dispatcher/headers.js';
+import { customHeadersProblem, secretProblem, type SignatureScheme } from '../../dispatcher/headers.js';
 import { privateTargetsAllowed } from '../../dispatcher/plugin.js';
 import { blockedLiteral } from '../../dispatcher/ssrf.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
@@ -54,7 +54,7 @@ export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise
 }
 
 /** 422 when the secret cannot sign with the scheme (standard-webhooks needs a whsec_ secret). */
-function checkSecret(scheme: SignatureScheme, secret: string): void {
+export function checkSecret(scheme: SignatureScheme, secret: string): void {
   const problem = secretProblem(scheme, secret);
   if (problem) throw new ApiError('VALIDATION_FAILED', problem);
 }
@@ -66,6 +66,28 @@ function checkRetrySchedule(schedule: number[]): number[] {
     throw new ApiError('VALIDATION_FAILED', `retry_schedule: the delays add up to ${total} s; at most ${RETRY_SCHEDULE_MAX_TOTAL_SECONDS} s (3 days) in all`);
   }
   return schedule;
+}
+
+/** 422 when the custom headers cannot be sent (reserved names, CR/LF, too many); {} becomes null. */
+function checkHeaders(headers: Record<string, string>): Record<string, string> | null {
+  const problem = customHeadersProblem(headers);
+  if (problem) throw new ApiError('VALIDATION_FAILED', problem);
+  return Object.keys(headers).length > 0 ? headers : null;
+}
+
+/**
+ * The endpoint's headers after an update's `headers`: null removes them all, a name with null
+ * removes that one, a name with a value sets it (replacing the same name in any case). The
+ * values are never shown, so a client changes one header without sending the others again.
+ */
+function mergeHeaders(current: Record<string, string> | null | undefined, patch: Record<string, string | null> | null): Record<string, string> | null {
+  if (patch === null) return null;
+  const merged: Record<string, string> = { ...current };
+  for (const [name, value] of Object.entries(patch)) {
+    for (const existing of Object.keys(merged)) if (existing.toLowerCase() === name.toLowerCase()) delete merged[existing];
+    if (value !== null) merged[name] = value;
+  }
+  return checkHeaders(merged);
 }
 
 function checkEvents(raw: string): string {
@@ -87,8 +109,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { url, secret, events, active = true, signature = 'seed', retry_schedule, max_in_flight } = request.body;
+      const { url, secret, events, active = true, signature = 'seed', headers, paused, retry_schedule, max_in_flight } = request.body;
       checkSecret(signature, secret);
+      const custom = headers === undefined ? null : checkHeaders(headers);
       const record: Omit<WebhookRecord, 'id'> = {
         user_id: principalOf(request).userId,
         url: await checkTargetUrl(app, url),
@@ -99,10 +122,12 @@ export default async function endpointRoutes(app: FastifyInstance) {
         created_at: new Date(app.clock()).toISOString(),
         updated_at: '',
       };
+      if (paused) record.paused = true;
       // Kept only when given: a record without them keeps the defaults.
       if (retry_schedule !== undefined) record.retry_schedule = checkRetrySchedule(retry_schedule);
       if (max_in_flight !== undefined) record.max_in_flight = max_in_flight;
       record.updated_at = record.created_at;
+      if (custom) record.headers = custom;
       const created = await app.store.webhooks.insert(record);
       reply.code(201);
       return ok(await endpointView(app, created), 'webhook endpoint created');
@@ -160,7 +185,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, retry_schedule, max_in_flight)',
+        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, headers, paused, retry_schedule, max_in_flight)',
         security,
         params: IdParam,
         body: UpdateWebhookBody,
@@ -170,17 +195,21 @@ export default async function endpointRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       const current = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { url, secret, events, active, signature, retry_schedule, max_in_flight } = request.body;
+      const { url, secret, events, active, signature, headers, paused, retry_schedule, max_in_flight } = request.body;
       if (Object.values(request.body).every((value) => value === undefined)) {
-        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, retry_schedule, max_in_flight');
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, headers, paused, retry_schedule, max_in_flight');
       }
       checkSecret(signature ?? current.signature ?? 'seed', secret ?? current.secret);
       const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
       if (url !== undefined) patch.url = await checkTargetUrl(app, url);
       if (events !== undefined) patch.events = checkEvents(events);
       if (secret !== undefined) patch.secret = secret;
+      // A secret set here takes over at once (POST …/rotate-secret keeps the old one for a while).
+      if (secret !== undefined && current.previous_secret) Object.assign(patch, { previous_secret: null, previous_secret_expires_at: null });
       if (active !== undefined) patch.active = active;
       if (signature !== undefined) patch.signature = signature;
+      if (headers !== undefined) patch.headers = mergeHeaders(current.headers, headers);
+      if (paused !== undefined) patch.paused = paused;
       if (retry_schedule !== undefined) patch.retry_schedule = checkRetrySchedule(retry_schedule);
       if (max_in_flight !== undefined) patch.max_in_flight = max_in_flight;
       // Enabled again: failures from before no longer count towards the auto-disable.
