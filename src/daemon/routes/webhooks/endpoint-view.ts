@@ -29,8 +29,9 @@ export async function endpointViews(app: FastifyInstance, records: WebhookRecord
   for (let i = 0; i < records.length; i++) {
     const record = records[i];
     const { id, user_id, url, events, active, created_at, updated_at } = record;
-    const health = await healthOf(app, record, summaries.get(id) ?? null, now, retries.get(id) ?? null);
     const paused = record.paused === true;
+    // A paused endpoint's retry waits for the resume: no time is promised for it.
+    const health = await healthOf(app, record, summaries.get(id) ?? null, now, paused ? null : (retries.get(id) ?? null));
     const policy = policyView(record);
     out[i] = { id, user_id, url, events, active, signature: record.signature ?? 'seed', health, created_at, updated_at, paused, paused_deliveries: paused ? (kept.get(id) ?? 0) : 0, ...policy };
     // Present only when set, so an endpoint without them answers as before.
