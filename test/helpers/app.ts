@@ -36,6 +36,19 @@ export function testClock(start?: number): TestClock {
   };
 }
 
+/**
+ * A clock that stands still until the test moves it: for rules checked to the second (a lock's
+ * remaining seconds, a window's reset header), which a flowing clock would blur.
+ */
+export function fixedClock(start: number): TestClock {
+  let now = start;
+  return {
+    now: () => now,
+    advance: (ms) => void (now += ms),
+    set: (epochMs) => void (now = epochMs),
+  };
+}
+
 export interface TestAppOptions {
   /** Settings applied through the admin API before the app is handed over (e.g. limits raised). */
   settings?: Record<string, unknown>;
