@@ -58,6 +58,8 @@ export interface TestAppOptions {
   allowPrivateWebhooks?: boolean;
   /** CA certificates (PEM) webhook receivers are trusted with, as the daemon's NODE_EXTRA_CA_CERTS. */
   webhookCa?: string[];
+  /** A PostgreSQL database to initialise and run on, whatever the run's store. */
+  databaseUrl?: string;
   /** Reopen this data directory (and database) instead of making new ones: see restart(). */
   reopen?: { dir: string; databaseUrl?: string; jwtSecret: Uint8Array };
 }
@@ -113,7 +115,7 @@ export interface TestApp {
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock ?? testClock();
   const dir = options.reopen?.dir ?? (await mkdtemp(join(tmpdir(), 'panelctl-app-')));
-  const databaseUrl = options.reopen ? options.reopen.databaseUrl : await testDatabaseFor(dir);
+  const databaseUrl = options.reopen ? options.reopen.databaseUrl : (options.databaseUrl ?? (await testDatabaseFor(dir)));
   const store = await openStore({ dataDir: dir, databaseUrl, create: !options.reopen });
   let jwtSecret = options.reopen?.jwtSecret;
   let adminId = 0;
