@@ -456,12 +456,16 @@ async function benchMetrics() {
       for (const [side, into] of order) into.push(await apiRun(side));
       log(`  API round ${round + 1}: ${Math.round(apiOn[round].rps)} vs ${Math.round(apiOff[round].rps)} req/s; ${fmt((apiOn[round].cpuMs * 1000) / apiOn[round].total)} vs ${fmt((apiOff[round].cpuMs * 1000) / apiOff[round].total)} µs CPU a request`);
     }
-    // Warm both dispatchers, then alternate the same way.
-    await dispatchRun(withMetrics.publisher, receiver);
-    await dispatchRun(without.publisher, receiver);
     const dispatchOn = [];
     const dispatchOff = [];
-    for (let round = 0; round < rounds; round++) {
+    // BENCH_METRICS_API_ONLY=1: no dispatch rounds (CPU profiles of the daemons under the API load alone).
+    const dispatchRounds = process.env.BENCH_METRICS_API_ONLY ? 0 : rounds;
+    // Warm both dispatchers, then alternate the same way.
+    if (dispatchRounds) {
+      await dispatchRun(withMetrics.publisher, receiver);
+      await dispatchRun(without.publisher, receiver);
+    }
+    for (let round = 0; round < dispatchRounds; round++) {
       const order = round % 2 === 0 ? [[withMetrics, dispatchOn], [without, dispatchOff]] : [[without, dispatchOff], [withMetrics, dispatchOn]];
       for (const [side, into] of order) into.push(await measure(side, () => dispatchRun(side.publisher, receiver)));
       log(`  dispatch round ${round + 1}: ${Math.round(dispatchOn[round].rate)} vs ${Math.round(dispatchOff[round].rate)} deliveries/s; ${fmt((dispatchOn[round].cpuMs * 1000) / dispatchOn[round].deliveries)} vs ${fmt((dispatchOff[round].cpuMs * 1000) / dispatchOff[round].deliveries)} µs CPU a delivery`);

@@ -103,8 +103,16 @@ describe.skipIf(missing !== null)('metrics scraped by a real Prometheus', { time
     const check = promtoolCheck(exposition);
     expect(check.output).toBe('');
     expect(check.code).toBe(0);
-    // And nothing but /metrics is served there.
+    // And nothing but GET and HEAD /metrics is served there.
     expect((await request(metricsUrl.replace('/metrics', '/'))).statusCode).toBe(404);
+    const post = await request(metricsUrl, { method: 'POST', body: 'x' });
+    expect(post.statusCode).toBe(405);
+    expect(post.headers.allow).toBe('GET, HEAD');
+    await post.body.text();
+    const head = await request(metricsUrl, { method: 'HEAD' });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(await head.body.text()).toBe('');
   });
 
   it('X-Request-Id in the answer and as req_id in the log lines of that request, pre-routing refusals included', async () => {

@@ -1,7 +1,9 @@
 // Observability in-process (app.inject): request ids on every answer and in 5xx messages,
 // readiness and its failing checks, the metrics the request hooks and limits feed, the reason
 // classes of attempts, and the JSON store's readiness after a failed journal write.
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -221,6 +223,24 @@ describe('daemon start --metrics-port', () => {
       expect(host.code).toBe(2);
       expect(host.stderr).toContain('--metrics-host needs --metrics-port');
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a metrics port in use fails the start, naming --metrics-port, and leaves no daemon behind', async () => {
+    // The listener runs in its own thread: its listen error must still reach the start.
+    const dir = await mkdtemp(join(tmpdir(), 'panelctl-obs-taken-'));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      expect((await runCli(['init', '--data-dir', dir, '--password-stdin'], { input: 'obs-password-1\n' })).code).toBe(0);
+      const started = await runCli(['daemon', 'start', '--foreground', '--data-dir', dir, '--port', '0', '--metrics-port', String(port)]);
+      expect(started.code).toBe(1);
+      expect(started.stderr).toContain(`port ${port} is in use on 127.0.0.1: another daemon? try --metrics-port N`);
+      expect(existsSync(layout(dir).stateFile)).toBe(false);
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
       await rm(dir, { recursive: true, force: true });
     }
   });

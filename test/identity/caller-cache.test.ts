@@ -29,9 +29,18 @@ describe('the caller cache', () => {
   });
 
   it('looks a JWT and an API key up once, then serves repeated requests from the cache', async () => {
+    // The key's creation drops the cached callers when the feed tells of it: at once on the JSON
+    // store, by a notice a moment later on PostgreSQL. Counting starts once it has told.
+    const told = new Promise<void>((resolve) => {
+      const off = t.store.changes.subscribe((change) => {
+        if (change.kind === 'record' && change.collection === 'api_keys') resolve(off());
+      });
+    });
     const created = await t.app.inject({ method: 'POST', url: '/api/v1/auth/api-keys', headers: { authorization: `Bearer ${admin.token}` }, payload: { name: 'k' } });
     expect(created.statusCode, created.body).toBe(201);
     const key = created.json().data.key as string;
+    await told;
+    expect(await t.store.changes.caughtUp()).toBe(true);
     const verify = vi.spyOn(t.app.tokens, 'verify');
     const userLookups = vi.spyOn(t.store.users, 'get');
     const revocations = vi.spyOn(t.store.revokedTokens, 'isRevoked');

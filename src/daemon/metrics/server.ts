@@ -2,7 +2,12 @@
 // /metrics with the exposition and 404 for anything else. Apart from the API's listener, so a
 // scraper needs no TLS trust or credentials, and the API's port can face the network while
 // this one does not.
-import { createServer, type Server } from 'node:http';
+// The listener runs in a worker thread (listener-worker.ts) and asks this thread for each
+// exposition. Served from the API's thread, a plain-HTTP socket would run through the same
+// node:http, net and stream functions as the API's TLS sockets, and V8 would recompile that
+// hot path for both kinds of socket; a worker has its own V8 isolate, so the API's path stays
+// compiled for its sockets alone. See docs/decisions/observability.md.
+import { Worker } from 'node:worker_threads';
 import type { PrometheusMetrics } from './prometheus.js';
 
 export interface MetricsListener {
@@ -12,48 +17,60 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
+/** What the listener thread is started with. */
+export interface ListenerOptions {
+  host: string;
+  port: number;
+}
+
+/** Messages from the listener thread. */
+export type FromListener =
+  | { type: 'listening'; port: number }
+  | { type: 'failed'; message: string; code?: string; syscall?: string }
+  | { type: 'scrape'; id: number };
+
+/** Messages to the listener thread. */
+export type ToListener =
+  | { type: 'exposition'; id: number; contentType: string; body: string }
+  | { type: 'scrape-failed'; id: number; message: string }
+  | { type: 'close' };
+
 /**
  * Listens on `host:port` (port 0: any free one) and serves the exposition of `metrics`.
+ * Rejects with the listen error (its `code`, `syscall`) when the port cannot be had.
  * @example
  * const listener = await serveMetrics(metrics, '127.0.0.1', 9464);
  */
 export async function serveMetrics(metrics: PrometheusMetrics, host: string, port: number): Promise<MetricsListener> {
-  const server: Server = createServer((request, response) => {
-    const path = (request.url ?? '/').split('?')[0];
-    if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
-      response.writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain; charset=utf-8', ...(path === '/metrics' ? { allow: 'GET, HEAD' } : {}) });
-      response.end(path === '/metrics' ? 'method not allowed\n' : 'not found: the metrics are at /metrics\n');
-      return;
-    }
-    metrics.exposition().then(
-      ({ contentType, body }) => {
-        response.writeHead(200, { 'content-type': contentType });
-        response.end(request.method === 'HEAD' ? undefined : body);
-      },
-      (error: Error) => {
-        response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-        response.end(`metrics could not be collected: ${error.message}\n`);
-      },
-    );
-  });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ host, port }, () => {
-      server.off('error', reject);
-      resolve();
+  const worker = new Worker(new URL('./listener-worker.js', import.meta.url), { workerData: { host, port } satisfies ListenerOptions });
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  const tell = (message: ToListener) => worker.postMessage(message);
+  // After start-up, a listener thread that fails ends the metrics only (the scraper sees the
+  // target down); the daemon keeps serving.
+  worker.on('error', () => undefined);
+  const bound = await new Promise<number>((resolve, reject) => {
+    worker.on('message', (message: FromListener) => {
+      if (message.type === 'listening') resolve(message.port);
+      else if (message.type === 'failed') reject(Object.assign(new Error(message.message), { code: message.code, syscall: message.syscall }));
+      else
+        metrics.exposition().then(
+          ({ contentType, body }) => tell({ type: 'exposition', id: message.id, contentType, body }),
+          (error: Error) => tell({ type: 'scrape-failed', id: message.id, message: error.message }),
+        );
     });
+    worker.once('error', reject);
+    exited.then(() => reject(new Error('the metrics listener stopped while starting')));
+  }).catch(async (error: unknown) => {
+    await worker.terminate();
+    throw error;
   });
-  const address = server.address();
-  const bound = typeof address === 'object' && address ? address.port : port;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${shown}:${bound}/metrics`,
     port: bound,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      tell({ type: 'close' });
+      await exited;
+    },
   };
 }
