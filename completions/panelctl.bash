@@ -21,7 +21,7 @@ _panelctl_subcommands() {
     'keys create') echo '' ;;
     'keys list') echo '' ;;
     'keys delete') echo '' ;;
-    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver recover' ;;
+    'webhooks') echo 'create list show update enable disable delete test deliveries redeliver recover rotate-secret pause resume' ;;
     'webhooks create') echo '' ;;
     'webhooks list') echo '' ;;
     'webhooks show') echo '' ;;
@@ -33,6 +33,9 @@ _panelctl_subcommands() {
     'webhooks deliveries') echo '' ;;
     'webhooks redeliver') echo '' ;;
     'webhooks recover') echo '' ;;
+    'webhooks rotate-secret') echo '' ;;
+    'webhooks pause') echo '' ;;
+    'webhooks resume') echo '' ;;
     'listen') echo '' ;;
     'events') echo 'types emit' ;;
     'events types') echo '' ;;
@@ -84,10 +87,10 @@ _panelctl_options() {
     'keys list') echo '-n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'keys delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --signature -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --paused --signature --header -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks list') echo '-n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks show') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature --header -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -95,6 +98,9 @@ _panelctl_options() {
     'webhooks deliveries') echo '-f --follow --failed --event --since -n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks redeliver') echo '--no-wait -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks recover') echo '--since --until -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks rotate-secret') echo '--secret-stdin --generate-secret --overlap -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks pause') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
+    'webhooks resume') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'listen') echo '--events --forward-to --print-secret -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'events') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'events types') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -146,10 +152,10 @@ _panelctl_value_options() {
     'keys list') echo '-n --limit --url --token --ca --data-dir' ;;
     'keys delete') echo '--url --token --ca --data-dir' ;;
     'webhooks') echo '--url --token --ca --data-dir' ;;
-    'webhooks create') echo '--url --events --secret --signature --token --ca --data-dir' ;;
+    'webhooks create') echo '--url --events --secret --signature --header --token --ca --data-dir' ;;
     'webhooks list') echo '-n --limit --url --token --ca --data-dir' ;;
     'webhooks show') echo '--url --token --ca --data-dir' ;;
-    'webhooks update') echo '--url --events --signature --token --ca --data-dir' ;;
+    'webhooks update') echo '--url --events --signature --header --token --ca --data-dir' ;;
     'webhooks enable') echo '--url --token --ca --data-dir' ;;
     'webhooks disable') echo '--url --token --ca --data-dir' ;;
     'webhooks delete') echo '--url --token --ca --data-dir' ;;
@@ -157,6 +163,9 @@ _panelctl_value_options() {
     'webhooks deliveries') echo '--event --since -n --limit --url --token --ca --data-dir' ;;
     'webhooks redeliver') echo '--url --token --ca --data-dir' ;;
     'webhooks recover') echo '--since --until --url --token --ca --data-dir' ;;
+    'webhooks rotate-secret') echo '--overlap --url --token --ca --data-dir' ;;
+    'webhooks pause') echo '--url --token --ca --data-dir' ;;
+    'webhooks resume') echo '--url --token --ca --data-dir' ;;
     'listen') echo '--events --forward-to --url --token --ca --data-dir' ;;
     'events') echo '--url --token --ca --data-dir' ;;
     'events types') echo '--url --token --ca --data-dir' ;;
@@ -246,7 +255,7 @@ _panelctl_option_value() {
     'keys delete|--data-dir') _panelctl_reply dir '' ;;
     'webhooks|--ca') _panelctl_reply file '' ;;
     'webhooks|--data-dir') _panelctl_reply dir '' ;;
-    'webhooks create|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks create|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'webhooks create|--signature') _panelctl_reply words 'seed standard-webhooks' ;;
     'webhooks create|--ca') _panelctl_reply file '' ;;
     'webhooks create|--data-dir') _panelctl_reply dir '' ;;
@@ -254,7 +263,7 @@ _panelctl_option_value() {
     'webhooks list|--data-dir') _panelctl_reply dir '' ;;
     'webhooks show|--ca') _panelctl_reply file '' ;;
     'webhooks show|--data-dir') _panelctl_reply dir '' ;;
-    'webhooks update|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks update|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'webhooks update|--signature') _panelctl_reply words 'seed standard-webhooks' ;;
     'webhooks update|--ca') _panelctl_reply file '' ;;
     'webhooks update|--data-dir') _panelctl_reply dir '' ;;
@@ -272,7 +281,13 @@ _panelctl_option_value() {
     'webhooks redeliver|--data-dir') _panelctl_reply dir '' ;;
     'webhooks recover|--ca') _panelctl_reply file '' ;;
     'webhooks recover|--data-dir') _panelctl_reply dir '' ;;
-    'listen|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'webhooks rotate-secret|--ca') _panelctl_reply file '' ;;
+    'webhooks rotate-secret|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks pause|--ca') _panelctl_reply file '' ;;
+    'webhooks pause|--data-dir') _panelctl_reply dir '' ;;
+    'webhooks resume|--ca') _panelctl_reply file '' ;;
+    'webhooks resume|--data-dir') _panelctl_reply dir '' ;;
+    'listen|--events') _panelctl_reply list '\* site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'listen|--ca') _panelctl_reply file '' ;;
     'listen|--data-dir') _panelctl_reply dir '' ;;
     'events|--ca') _panelctl_reply file '' ;;
@@ -340,7 +355,7 @@ _panelctl_option_value() {
 
 _panelctl_arg_value() {
   case "$1|$2" in
-    'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test' ;;
+    'events emit|0') _panelctl_reply words 'site.created site.deleted domain.created domain.deleted database.created database.deleted email.created ftp.created backup.completed subscription.created subscription.suspended webhook.test delivery.failed endpoint.disabled' ;;
     'settings get|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes totp_max_failures totp_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
     'settings set|0') _panelctl_reply words 'jwt_ttl_seconds rate_limit_mode rate_limit_login_per_minute rate_limit_reset_per_minute rate_limit_user_per_minute login_max_attempts login_lockout_minutes totp_max_failures totp_lockout_minutes webhook_allow_private_networks webhook_disable_after_failures' ;;
     'completion|0') _panelctl_reply words 'bash zsh fish' ;;

@@ -19,6 +19,18 @@ export function verifySignature(rawBody, header, secret) {
   return received.length === expected.length && timingSafeEqual(received, expected);
 }
 
+/**
+ * True when either signature header verifies with `secret`. During a secret rotation the panel
+ * signs with the new secret (X-Webhook-Signature) and, for the overlap it was given, with the
+ * previous one too (X-Webhook-Signature-Previous): a receiver still holding the old secret and
+ * one already holding the new accept the same deliveries, so you can switch yours at any time
+ * within the overlap.
+ */
+export function verifyDelivery(rawBody, headers, secret) {
+  return verifySignature(rawBody, headers['x-webhook-signature'], secret)
+    || verifySignature(rawBody, headers['x-webhook-signature-previous'], secret);
+}
+
 // Deliveries already handled, by X-Webhook-Delivery. A retry carries the same id. Keep this in
 // your database (a unique key) in production so it survives restarts; here: the last 10 000.
 const seen = new Set();
@@ -48,7 +60,7 @@ function onRequest(req, res) {
   req.on('end', () => {
     // Verify the raw bytes as received: re-serialised JSON would not match the signature.
     const raw = Buffer.concat(chunks);
-    if (!verifySignature(raw, req.headers['x-webhook-signature'], SECRET)) {
+    if (!verifyDelivery(raw, req.headers, SECRET)) {
       return res.writeHead(403, { 'content-type': 'text/plain' }).end('bad signature');
     }
     const deliveryId = String(req.headers['x-webhook-delivery'] ?? '');

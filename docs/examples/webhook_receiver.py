@@ -24,6 +24,16 @@ def verify_signature(raw_body: bytes, header: str | None, secret: bytes) -> bool
     return hmac.compare_digest(header[len("sha256="):].encode(), expected.encode())
 
 
+def verify_delivery(raw_body: bytes, headers, secret: bytes) -> bool:
+    """True when either signature header verifies with secret. During a secret rotation the
+    panel signs with the new secret (X-Webhook-Signature) and, for the overlap it was given,
+    with the previous one too (X-Webhook-Signature-Previous): a receiver still holding the old
+    secret and one already holding the new accept the same deliveries."""
+    return verify_signature(raw_body, headers.get("X-Webhook-Signature"), secret) or verify_signature(
+        raw_body, headers.get("X-Webhook-Signature-Previous"), secret
+    )
+
+
 # Deliveries already handled, by X-Webhook-Delivery (a retry carries the same id). Keep this
 # in your database (a unique key) in production; here: the last 10 000.
 seen: "OrderedDict[str, None]" = OrderedDict()
@@ -52,7 +62,7 @@ class Receiver(BaseHTTPRequestHandler):
         if length > 1024 * 1024:
             return self.answer(413, "too large")
         raw = self.rfile.read(length)  # the raw bytes: verify before parsing
-        if not verify_signature(raw, self.headers.get("X-Webhook-Signature"), SECRET):
+        if not verify_delivery(raw, self.headers, SECRET):
             return self.answer(403, "bad signature")
         delivery_id = self.headers.get("X-Webhook-Delivery", "")
         try:

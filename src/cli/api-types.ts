@@ -28,6 +28,14 @@ export interface WebhookEndpoint {
   health?: EndpointHealth;
   created_at: string;
   updated_at: string;
+  /** Custom headers, values masked; absent without any. */
+  headers?: Record<string, string>;
+  /** During a secret rotation's overlap: when the previous secret stops signing. */
+  previous_secret_expires_at?: string;
+  /** Absent from older daemons (not paused). */
+  paused?: boolean;
+  /** Deliveries kept while paused. Absent from older daemons. */
+  paused_deliveries?: number;
 }
 
 export interface Site {

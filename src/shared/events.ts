@@ -9,6 +9,11 @@ export interface EventType {
   name: string;
   description: string;
   fields: Record<string, FieldType>;
+  /**
+   * Emitted by the daemon about its own deliveries: received only by the owner's endpoints that
+   * name it (not by `*`, not by admins' endpoints), and not publishable through POST /events.
+   */
+  operational?: true;
 }
 
 export const EVENT_CATALOGUE: readonly EventType[] = [
@@ -24,6 +29,18 @@ export const EVENT_CATALOGUE: readonly EventType[] = [
   { name: 'subscription.created', description: 'subscription created', fields: { subscription_id: 'integer', main_domain: 'string' } },
   { name: 'subscription.suspended', description: 'subscription suspended', fields: { subscription_id: 'integer', main_domain: 'string' } },
   { name: 'webhook.test', description: 'manually triggered by POST /webhooks/:id/test', fields: { message: 'string' } },
+  {
+    name: 'delivery.failed',
+    description: "a delivery's last attempt failed (operational: only to the owner's endpoints that name it)",
+    fields: { endpoint_id: 'integer', delivery_id: 'string', event: 'string', reason: 'string', attempts: 'integer' },
+    operational: true,
+  },
+  {
+    name: 'endpoint.disabled',
+    description: 'the daemon disabled an endpoint after failed deliveries (operational: only to the owner\'s endpoints that name it)',
+    fields: { endpoint_id: 'integer', url: 'string', reason: 'string' },
+    operational: true,
+  },
 ];
 
 /**
@@ -42,6 +59,13 @@ const BY_NAME = new Map(EVENT_CATALOGUE.map((e) => [e.name, e]));
 
 export function eventType(name: string): EventType | undefined {
   return BY_NAME.get(name);
+}
+
+/** The operational events' names (see EventType.operational). */
+export const OPERATIONAL_EVENTS: readonly string[] = EVENT_CATALOGUE.filter((e) => e.operational).map((e) => e.name);
+
+export function isOperational(name: string): boolean {
+  return BY_NAME.get(name)?.operational === true;
 }
 
 /** The TypeBox schema of an event's `data` (all fields required, no others). */

@@ -10,6 +10,8 @@ export const HEADER = {
   userAgent: 'User-Agent',
   event: 'X-Webhook-Event',
   signature: 'X-Webhook-Signature',
+  /** During a rotation's overlap: the signature keyed with the previous secret. */
+  signaturePrevious: 'X-Webhook-Signature-Previous',
   delivery: 'X-Webhook-Delivery',
   standardId: 'webhook-id',
   standardTimestamp: 'webhook-timestamp',

@@ -126,6 +126,8 @@ export interface WebhooksRepository {
   update(id: number, patch: Partial<NewRecord<WebhookRecord>>): Promise<WebhookRecord | undefined>;
   /** Removes the endpoint with its pending deliveries and its delivery log. */
   remove(id: number): Promise<WebhookRecord | undefined>;
+  /** Drops every previous secret (a rotation's overlap) that expired at or before `now` (ISO); answers how many. */
+  forgetExpiredSecrets(now: string): Promise<number>;
 }
 
 export interface ResetTokensRepository {
@@ -278,9 +280,12 @@ export interface OutboxRepository {
   /**
    * When the next pending delivery falls due (epoch ms), or no later than that: a backend may
    * answer when it can next be claimed (its lease's end, if later); null: none pending.
+   * Paused endpoints' deliveries are not counted: they are not claimed until resumed.
    */
   nextDueAt(): Promise<number | null>;
   pendingCount(): Promise<number>;
+  /** Pending deliveries of each of the endpoints (those with none are absent): what a paused endpoint keeps. */
+  pendingByEndpoint(endpointIds: readonly number[]): Promise<Map<number, number>>;
   /**
    * The queue at a glance, in one read: pending deliveries (every daemon's, on a shared
    * database) and when the oldest of them was published. Read at each metrics scrape and by

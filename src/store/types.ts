@@ -70,6 +70,14 @@ export interface WebhookRecord {
   signature?: 'seed' | 'standard-webhooks';
   /** When the endpoint was last enabled again: failures before it do not count towards auto-disable. */
   health_reset_at?: string | null;
+  /** Extra request headers sent with every attempt; values kept like the secret (sendable, never shown). */
+  headers?: Record<string, string> | null;
+  /** The secret before the last rotation, still signing (as a second signature) until its expiry. */
+  previous_secret?: string | null;
+  /** When `previous_secret` stops signing and is dropped from the store. */
+  previous_secret_expires_at?: string | null;
+  /** Deliveries are kept and not attempted while true; absent on older records (false). */
+  paused?: boolean;
 }
 
 export interface ResetTokenRecord {

@@ -126,6 +126,33 @@ describe('webhooks list, show, enable, disable, delete', () => {
   });
 });
 
+describe('webhooks pause and resume', () => {
+  it('pause/resume PUT {paused}; show and list say how many deliveries are kept', async () => {
+    const kept = { ...ENDPOINT, paused: true, paused_deliveries: 5 };
+    api.on('PUT', '/webhooks/5', (req: { body?: any }) => ({ data: { ...ENDPOINT, ...req.body, paused_deliveries: req.body.paused ? 5 : 0 } }));
+    api.on('GET', '/webhooks/5', { data: kept });
+    api.on('GET', /^\/webhooks(\?|$)/, { data: [kept, { ...ENDPOINT, id: 6, paused: false, paused_deliveries: 0 }] });
+    expect((await cli(['webhooks', 'pause', '5'])).stderr).toContain(`Paused webhook 5 (${ENDPOINT.url}): 5 deliveries kept`);
+    expect(JSON.parse((await cli(['--json', 'webhooks', 'resume', '5'])).stdout)).toMatchObject({ id: 5, paused: false, paused_deliveries: 0 });
+    expect(api.sent('PUT', '/webhooks/5').map((r) => r.body)).toEqual([{ paused: true }, { paused: false }]);
+    expect((await cli(['webhooks', 'show', '5'])).stdout).toContain('signature: seed\npaused: yes (5 kept)\n');
+    const rows = (await cli(['webhooks', 'list'])).stdout.trim().split('\n').map((line) => line.split('\t'));
+    expect(rows.map((r) => [r[0], r.at(-1)])).toEqual([
+      ['5', 'yes (5 kept)'],
+      ['6', 'no'],
+    ]);
+  });
+
+  it('create --paused sends paused: true; without it, no paused field', async () => {
+    api.on('POST', '/webhooks', echoEndpoint);
+    await cli(['webhooks', 'create', '--url', ENDPOINT.url, '--events', 'site.created', '--secret', 's3cret-s3cret', '--paused']);
+    await cli(['webhooks', 'create', '--url', ENDPOINT.url, '--events', 'site.created', '--secret', 's3cret-s3cret']);
+    const [paused, plain] = api.sent('POST', '/webhooks').map((r) => r.body);
+    expect(paused).toMatchObject({ paused: true });
+    expect(plain).not.toHaveProperty('paused');
+  });
+});
+
 describe('webhooks test and redeliver', () => {
   it('test: posts the message; a delivered first attempt is one line and exit 0', async () => {
     api.on('POST', '/webhooks/5/test', { data: entry({ id: 30, endpoint_id: 5, event: 'webhook.test' }) });

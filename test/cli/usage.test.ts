@@ -163,7 +163,7 @@ describe('completions and man page', () => {
     expect(result.status).toBe(0);
     const lines = result.stdout.split('\n');
     expect(lines[0].split(' ')).toEqual(expect.arrayContaining(['login', 'keys', 'webhooks', 'events', 'completion', 'watch', '2fa']));
-    expect(lines[1].split(' ')).toEqual(['create', 'list', 'show', 'update', 'enable', 'disable', 'delete', 'test', 'deliveries', 'redeliver', 'recover']);
+    expect(lines[1].split(' ')).toEqual(['create', 'list', 'show', 'update', 'enable', 'disable', 'delete', 'test', 'deliveries', 'redeliver', 'recover', 'rotate-secret', 'pause', 'resume']);
     expect(lines[2]).toBe('--events');
     expect(lines[3]).toBe('site.created site.deleted');
     expect(lines[4]).toBe('site.created,subscription.suspended');

@@ -41,6 +41,8 @@ describe.concurrent('webhook endpoints API', () => {
         health: { consecutive_failures: 0, last_success_at: null, last_failure_at: null, last_failure_reason: null, success_rate: null },
         created_at: expect.stringMatching(/Z$/),
         updated_at: created.body.data?.created_at,
+        paused: false,
+        paused_deliveries: 0,
       },
       error: null,
       message: expect.any(String),

@@ -217,11 +217,47 @@ describe('example webhook receivers take real deliveries from the daemon', () =>
     expect(receiver.output().match(/^handled /gm)).toHaveLength(1);
   }
 
+  /**
+   * A rotation seen by the examples: one receiver holding only the old secret and one holding
+   * only the new both accept a test delivery during the overlap; without an overlap the old one
+   * refuses it (so the previous signature is what it accepted).
+   */
+  async function rotation(command: string, file: string) {
+    const NEW = 'guide-test-secret-after-rotation';
+    const oldOnly = await startReceiver(command, file, tlsEnv);
+    const newOnly = await startReceiver(command, file, { ...tlsEnv, WEBHOOK_SECRET: NEW });
+    const created = await daemon.request('POST', '/webhooks', { token: admin, body: { url: `https://127.0.0.1:${oldOnly.port}/panel`, secret: SECRET, events: '*' } });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.id as number;
+    const rotated = await daemon.request('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: { secret: NEW, overlap_seconds: 3600 } });
+    expect(rotated.status, rotated.text).toBe(200);
+    for (const receiver of [oldOnly, newOnly]) {
+      const moved = await daemon.request('PUT', `/webhooks/${id}`, { token: admin, body: { url: `https://127.0.0.1:${receiver.port}/panel` } });
+      expect(moved.status, moved.text).toBe(200);
+      const test = await daemon.request('POST', `/webhooks/${id}/test`, { token: admin, body: { message: 'during the overlap' } });
+      expect(test.body.data, `the receiver on ${receiver.port}`).toMatchObject({ success: true, status_code: 200, response: 'ok' });
+      const deliveryId = test.body.data.delivery_id;
+      await until(() => receiver.output().includes(`handled ${deliveryId} webhook.test`), 'the handled line');
+    }
+    const ended = await daemon.request('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: { secret: 'a-third-secret', overlap_seconds: 0 } });
+    expect(ended.status, ended.text).toBe(200);
+    const refused = await daemon.request('POST', `/webhooks/${id}/test`, { token: admin });
+    expect(refused.body.data).toMatchObject({ success: false, status_code: 403, response: 'bad signature' });
+  }
+
   it('Node receiver over HTTPS', async () => {
     await realDeliveries(await startReceiver(process.execPath, 'docs/examples/webhook-receiver.mjs', tlsEnv));
   });
 
   it.skipIf(!python)('Python receiver over HTTPS', async () => {
     await realDeliveries(await startReceiver('python3', 'docs/examples/webhook_receiver.py', tlsEnv));
+  });
+
+  it('Node receiver accepts either signature during a secret rotation', async () => {
+    await rotation(process.execPath, 'docs/examples/webhook-receiver.mjs');
+  });
+
+  it.skipIf(!python)('Python receiver accepts either signature during a secret rotation', async () => {
+    await rotation('python3', 'docs/examples/webhook_receiver.py');
   });
 });

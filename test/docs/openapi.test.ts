@@ -149,7 +149,9 @@ describe('OpenAPI document', () => {
       expect(validate({ ...media.example, data: {} })).toBe(false);
 
       const headers = new Map<string, Json>(post.parameters.map((p: Json) => [p.name, p]));
-      expect([...headers.keys()].sort()).toEqual(['User-Agent', 'X-Webhook-Delivery', 'X-Webhook-Event', 'X-Webhook-Signature']);
+      expect([...headers.keys()].sort()).toEqual(['User-Agent', 'X-Webhook-Delivery', 'X-Webhook-Event', 'X-Webhook-Signature', 'X-Webhook-Signature-Previous']);
+      // Sent only during a secret rotation's overlap.
+      expect(headers.get('X-Webhook-Signature-Previous').required).toBe(false);
       expect(headers.get('User-Agent').schema.enum).toEqual(['Panel-WebPanel-Webhook/1.0']);
       expect(headers.get('X-Webhook-Event').schema.enum).toEqual([type.name]);
       expect(headers.get('X-Webhook-Delivery').schema.format).toBe('uuid');

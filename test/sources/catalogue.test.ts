@@ -21,6 +21,12 @@ const SECTION_6_1: Record<string, Record<string, 'integer' | 'string'>> = {
   'webhook.test': { message: 'string' },
 };
 
+/** The operational events of CONTRACT section 7: only the owner's endpoints naming them receive them. */
+const OPERATIONAL: Record<string, Record<string, 'integer' | 'string'>> = {
+  'delivery.failed': { endpoint_id: 'integer', delivery_id: 'string', event: 'string', reason: 'string', attempts: 'integer' },
+  'endpoint.disabled': { endpoint_id: 'integer', url: 'string', reason: 'string' },
+};
+
 function validData(type: EventType): Record<string, unknown> {
   return Object.fromEntries(Object.entries(type.fields).map(([field, kind]) => [field, kind === 'integer' ? 42 : `${field}-value`]));
 }
@@ -45,8 +51,8 @@ describe('event catalogue', () => {
     await api?.close();
   });
 
-  it('holds exactly the twelve events of section 6.1 and serves them at GET /events/types', async () => {
-    expect(Object.fromEntries(EVENT_CATALOGUE.map((e) => [e.name, e.fields]))).toEqual(SECTION_6_1);
+  it('holds exactly the twelve events of section 6.1 and the two operational ones, and serves them at GET /events/types', async () => {
+    expect(Object.fromEntries(EVENT_CATALOGUE.map((e) => [e.name, e.fields]))).toEqual({ ...SECTION_6_1, ...OPERATIONAL });
     const res = await api.request('GET', '/events/types', { token: customer.token });
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual(EVENT_CATALOGUE.map((e) => ({ name: e.name, description: e.description, fields: e.fields })));
@@ -80,9 +86,11 @@ describe('event catalogue', () => {
 
       const { result: res, events } = await eventsDuring(api, () => publish(type.name, valid));
       expect([type.name, res.status]).toEqual([type.name, 200]);
-      // Two endpoints receive it: the admin's probe and the owner's.
-      expect(res.body.data).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), deliveries: 2 });
-      expect(events).toEqual([{ id: expect.any(String), event: type.name, owner_id: customer.id, data: valid, timestamp: expect.any(String) }]);
+      // Two endpoints receive it: the admin's probe and the owner's; an operational event, neither (both are `*`).
+      expect(res.body.data).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), deliveries: type.name in OPERATIONAL ? 0 : 2 });
+      // The outbox shows events through their deliveries: an operational one here has none.
+      const published = [{ id: expect.any(String), event: type.name, owner_id: customer.id, data: valid, timestamp: expect.any(String) }];
+      expect(events).toEqual(type.name in OPERATIONAL ? [] : published);
     }
 
     for (const unknown of ['site.updated', 'SITE.CREATED', 'site.created ', '*']) {

@@ -125,6 +125,11 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
     const sub = await json.subscriptions.insert({ customer_id: customer.id, main_domain: 'c.example', is_default: false, status: 'active', created_at: T, updated_at: T });
     await json.sites.insert({ subscription_id: sub.id, domain: 'www.c.example', created_at: T });
     const hook = await json.webhooks.insert({ user_id: customer.id, url: 'https://h.example/x', secret: 's', events: '*', active: true, created_at: T, updated_at: T });
+    // Every optional endpoint field is carried: the scheme, custom headers, a rotation's previous secret.
+    await json.webhooks.insert({
+      user_id: customer.id, url: 'https://h.example/y', secret: `whsec_${'A'.repeat(43)}=`, events: '*', active: true, created_at: T, updated_at: T,
+      signature: 'standard-webhooks', health_reset_at: T, paused: true, headers: { Authorization: 'Bearer t' }, previous_secret: 'old', previous_secret_expires_at: T,
+    });
     await json.resetTokens.insert({ user_id: customer.id, token_hash: 'd'.repeat(64), expires_at: T, used_at: null, created_at: T });
     await json.revokedTokens.revoke('jti-1', 4_000_000_000_000);
     await json.limiter.hit('login:x', 60_000, 1_000);

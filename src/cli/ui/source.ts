@@ -52,6 +52,7 @@ export function parseEndpoint(raw: unknown): WatchEndpoint | null {
   const endpoint: WatchEndpoint = { id: raw.id as number, url: raw.url, host: hostOf(raw.url) };
   if (typeof raw.active === 'boolean') endpoint.active = raw.active;
   if (isObject(raw.health) && Number.isInteger(raw.health.consecutive_failures)) endpoint.health = raw.health as unknown as WatchEndpoint['health'];
+  if (raw.paused === true) endpoint.paused = Number.isInteger(raw.paused_deliveries) ? (raw.paused_deliveries as number) : 0;
   return endpoint;
 }
 

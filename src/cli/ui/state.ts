@@ -15,6 +15,8 @@ export interface WatchEndpoint {
   /** Absent when the daemon does not report them. */
   active?: boolean;
   health?: EndpointHealth;
+  /** Deliveries kept while paused; absent when not paused (or the daemon does not report it). */
+  paused?: number;
 }
 
 export type StatusTone = 'info' | 'ok' | 'error';

@@ -94,6 +94,11 @@ export function Header({ state, now, columns, color }: ViewProps) {
     .slice(0, 3)
     .map((e) => `#${e.id} ${e.active === false ? 'disabled' : `${e.health!.consecutive_failures} failing`}`)
     .join(', ');
+  const paused = Object.values(state.endpoints).filter((e) => e.paused !== undefined);
+  const pausedText = paused
+    .slice(0, 3)
+    .map((e) => `#${e.id} ${e.paused} kept`)
+    .join(', ');
   const badgeWidth = Math.max(14, columns - Math.min([...title].length, Math.floor(columns / 2)) - 1);
   return (
     <Box flexDirection="column" width={columns}>
@@ -112,6 +117,13 @@ export function Header({ state, now, columns, color }: ViewProps) {
           <Text color={paint(color, counts.failed ? 'red' : '')}>{counts.failed} failed</Text> ·{' '}
           <Text color={paint(color, counts.pendingRetries ? 'yellow' : '')}>{counts.pendingRetries} retry pending</Text>
           {state.queue ? <Text> · queue {queueText(state.queue)}</Text> : null}
+          {pausedText ? (
+            <Text color={paint(color, 'yellow')}>
+              {' '}
+              · paused {pausedText}
+              {paused.length > 3 ? ` +${paused.length - 3}` : ''}
+            </Text>
+          ) : null}
           {trouble ? (
             <Text color={paint(color, 'red')}>
               {' '}

@@ -98,9 +98,18 @@ async function maybeDisable(app: FastifyInstance, endpoint: WebhookRecord): Prom
     const health = computeHealth(await app.store.deliveryLog.list(endpoint.id), endpoint.health_reset_at ?? null, app.clock());
     if (health.consecutive_failures < limit) return;
     const now = new Date(app.clock()).toISOString();
-    const updated = await app.store.webhooks.update(endpoint.id, { active: false, updated_at: now });
-    if (!updated) return;
     const reason = `disabled after ${health.consecutive_failures} failed deliveries in a row (webhook_disable_after_failures ${limit}); last: ${health.last_failure_reason ?? 'unknown'}`;
+    // The endpoint.disabled event commits with the change (the owner's endpoints naming it; the
+    // disabled one, inactive now, is not among them).
+    const updated = await app.store.transaction(async (tx) => {
+      const changed = await tx.webhooks.update(endpoint.id, { active: false, updated_at: now });
+      if (changed) {
+        const data = { endpoint_id: changed.id, url: changed.url, reason: reason.slice(0, 1000) };
+        await app.events.publish({ event: 'endpoint.disabled', data, owner_id: changed.user_id }, tx);
+      }
+      return changed;
+    });
+    if (!updated) return;
     app.log.warn({ endpoint_id: endpoint.id, url: endpoint.url, consecutive_failures: health.consecutive_failures }, `webhook endpoint ${endpoint.id} ${reason}`);
     const { id, user_id, url, events, active } = updated;
     app.endpointNotices.emit(

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import type { DeliveryOutcome } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
-import { deliveryHeaders } from './headers.js';
+import { deliveryHeaders, loggedHeaders } from './headers.js';
 import type { Answer, EndpointPolicy } from './scheduler.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
 
@@ -70,7 +70,7 @@ export async function runAttempt(delivery: DeliveryRecord, endpoint: WebhookReco
       attempt,
       delivery_id: delivery.id,
       endpoint_id: endpoint.id,
-      request_headers: headers,
+      request_headers: loggedHeaders(headers, endpoint),
       reason: result.reason,
       daemon: DAEMON,
     },

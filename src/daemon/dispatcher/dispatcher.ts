@@ -15,6 +15,8 @@ import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../stor
 import type { Clock } from '../services.js';
 import { UnavailableLog } from '../unavailable-log.js';
 import { NO_METRICS, reasonClass, type DaemonMetrics } from '../metrics/metrics.js';
+import { isOperational } from '../../shared/events.js';
+import { EventBus } from './bus.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { runAttempt, type AttemptRun, type Sender } from './attempt-runner.js';
 import { DeliveryNotAttempted, LogRelay, type EntryListener } from './log-relay.js';
@@ -55,7 +57,12 @@ export interface DispatcherOptions {
   log?: { error(details: object, message: string): void; warn?(details: object, message: string): void };
   /** Told of each attempt's outcome, duration and lag (default NO_METRICS). */
   metrics?: DaemonMetrics;
+  /** Where operational events (delivery.failed) are published (default: a bus on `store`). */
+  events?: Pick<EventBus, 'publish'>;
 }
+
+/** The longest string a catalogue field takes (src/shared/events.ts). */
+const FIELD_MAX = 1000;
 
 export function defaultOwnerId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -77,6 +84,7 @@ export class Dispatcher {
   readonly #pollMs: number;
   readonly #log: DispatcherOptions['log'];
   readonly #metrics: DaemonMetrics;
+  readonly #events: Pick<EventBus, 'publish'>;
   /** A store that is down fails every turn and every batch: one line per interval for all of them. */
   readonly #unavailable = new UnavailableLog();
   readonly #scheduler: Scheduler<EndpointsRead>;
@@ -109,6 +117,7 @@ export class Dispatcher {
     this.owner = options.owner ?? defaultOwnerId();
     this.#log = options.log;
     this.#metrics = options.metrics ?? NO_METRICS;
+    this.#events = options.events ?? new EventBus(this.#store, this.#clock);
     this.#scheduler = new Scheduler({
       concurrency: options.concurrency ?? 256,
       ownerShare: options.ownerShare ?? 64,
@@ -334,7 +343,13 @@ export class Dispatcher {
     const at = this.#clock();
     if (deliveries.length === 0) return { at, endpoints: Promise.resolve(new Map()) };
     const ids = [...new Set(deliveries.map((d) => d.endpoint_id))];
-    const endpoints = this.#store.webhooks.getMany(ids).then((list) => new Map(list.map((e) => [e.id, e])));
+    const endpoints = this.#store.webhooks.getMany(ids).then((list) => {
+      // A rotation's overlap that has ended: its previous secret goes from the store now.
+      if (list.some((e) => e.previous_secret_expires_at && Date.parse(e.previous_secret_expires_at) <= at)) {
+        this.#store.webhooks.forgetExpiredSecrets(new Date(at).toISOString()).catch((error) => this.#failed(error, {}, 'could not drop expired previous secrets'));
+      }
+      return new Map(list.map((e) => [e.id, e]));
+    });
     // Every launched attempt awaits it; none may be launched (all handed back).
     endpoints.catch(() => undefined);
     return { at, endpoints };
@@ -392,7 +407,24 @@ export class Dispatcher {
       this.#metrics.attempt(result.success, reasonClass(result.status_code, result.reason), result.duration_ms / 1000);
       if (entry.attempt === 1) this.#metrics.deliveryLag((Date.parse(entry.created_at) - Date.parse(delivery.created_at)) / 1000);
     }
-    return this.#recorder.record(run.outcome, entry);
+    await this.#recorder.record(run.outcome, entry);
+    if (run.outcome.state === 'failed') await this.#deliveryFailed(delivery, endpoint!.user_id, entry.reason ?? `HTTP ${result.status_code}`, run.outcome.attempts);
+  }
+
+  /**
+   * `delivery.failed` for the owner's endpoints that name it, once the last attempt's outcome is
+   * recorded (so only the daemon that made it tells). Not for a manual send (its caller has the
+   * answer) nor for an operational event's own delivery (no loops). Failing to publish it holds
+   * up nothing: it is logged.
+   */
+  async #deliveryFailed(delivery: DeliveryRecord, ownerId: number, reason: string, attempts: number): Promise<void> {
+    if (delivery.manual || isOperational(delivery.event)) return;
+    const data = { endpoint_id: delivery.endpoint_id, delivery_id: delivery.id, event: delivery.event, reason: reason.slice(0, FIELD_MAX) || 'unknown', attempts };
+    try {
+      await this.#events.publish({ event: 'delivery.failed', data, owner_id: ownerId });
+    } catch (error) {
+      this.#failed(error, { delivery_id: delivery.id }, 'could not publish delivery.failed');
+    }
   }
 
   #tellAttempt(entry: DeliveryLogEntry): void {

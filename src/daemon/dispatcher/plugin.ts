@@ -35,6 +35,7 @@ export default fp(
       // database makes it once the lease ends. It must exceed an attempt (10 s) with room.
       leaseMs: leaseFromEnv(process.env.PANELCTL_CLAIM_LEASE_MS),
       metrics: app.metrics,
+      events: app.events,
     });
     app.decorate('dispatcher', dispatcher);
     // A log line per attempt this daemon made, and the auto-disable, once it is recorded.

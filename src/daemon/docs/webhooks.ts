@@ -98,6 +98,15 @@ function deliveryHeaders(type: EventType): object[] {
       example: exampleDelivery(type).signature,
     },
     {
+      name: 'X-Webhook-Signature-Previous',
+      in: 'header',
+      required: false,
+      description:
+        "Only during a secret rotation's overlap (POST /api/v1/webhooks/{id}/rotate-secret): the same signature keyed with the " +
+        'previous secret. Accept the delivery when either header verifies with the secret you hold.',
+      schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+    },
+    {
       name: 'X-Webhook-Delivery',
       in: 'header',
       required: true,

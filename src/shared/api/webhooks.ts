@@ -19,6 +19,27 @@ const SignatureScheme = Type.Union([Type.Literal('seed'), Type.Literal('standard
     '`whsec_` and the base64 of 24 to 64 bytes',
 });
 
+const HeaderValue = Type.String({ maxLength: 4096, description: 'Sent as given; no CR, LF or other control characters' });
+const Headers = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), HeaderValue, {
+  maxProperties: 10,
+  description:
+    'Up to 10 extra request headers `{ name: value }` sent with every attempt (tests and redeliveries too). Reserved names ' +
+    '(content-type, content-length, host, user-agent, connection, transfer-encoding, x-webhook-*, webhook-*) and CR/LF in a ' +
+    'value are 422. Values are kept like the secret and never returned: answers show them as `********`',
+});
+const HeadersPatch = Type.Union(
+  [
+    Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.Union([HeaderValue, Type.Null()]), { maxProperties: 10 }),
+    Type.Null(),
+  ],
+  { description: 'Merged into the endpoint\'s headers: a name with a value sets it, a name with null removes it; `null` removes them all' },
+);
+const Paused = Type.Boolean({
+  description:
+    'Default false. true: matching events are kept for the endpoint (durably) and not attempted; false again: the kept ' +
+    'deliveries go in publish order, then new ones. Unlike `active: false`, nothing is dropped',
+});
+
 export const EndpointHealth = Type.Object(
   {
     consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed deliveries in a row (both attempts failed), since the endpoint was last enabled' }),
@@ -44,6 +65,17 @@ export const WebhookEndpoint = Type.Object(
     health: EndpointHealth,
     created_at: Timestamp,
     updated_at: Timestamp,
+    headers: Type.Optional(
+      Type.Record(Type.String(), Type.String(), { description: 'The custom headers, each value shown as `********`; absent without any' }),
+    ),
+    previous_secret_expires_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: "During a secret rotation's overlap: when the previous secret stops signing (X-Webhook-Signature-Previous); absent otherwise",
+      }),
+    ),
+    paused: Type.Boolean({ description: 'While true, matching events are kept for the endpoint and not attempted; sent in publish order once false again' }),
+    paused_deliveries: Type.Integer({ minimum: 0, description: 'Deliveries kept while paused (0 when not paused)' }),
   },
   { $id: 'WebhookEndpoint' },
 );
@@ -56,6 +88,8 @@ export const CreateWebhookBody = Type.Object(
     events: Events,
     active: Type.Optional(Type.Boolean({ default: true, description: 'Default true' })),
     signature: Type.Optional(SignatureScheme),
+    headers: Type.Optional(Headers),
+    paused: Type.Optional(Paused),
   },
   { additionalProperties: false },
 );
@@ -68,6 +102,8 @@ export const UpdateWebhookBody = Type.Object(
     events: Type.Optional(Events),
     active: Type.Optional(Type.Boolean({ description: 'Enabling an inactive endpoint resets its count of failed deliveries in a row' })),
     signature: Type.Optional(SignatureScheme),
+    headers: Type.Optional(HeadersPatch),
+    paused: Type.Optional(Paused),
   },
   { additionalProperties: false, description: 'Any of the fields; the others stay as they are' },
 );
@@ -155,3 +191,27 @@ export const RecoverResult = Type.Object({
 });
 
 export const DeletedWebhook = Type.Object({ id: Type.Integer() });
+
+export const RotateSecretBody = Type.Object(
+  {
+    secret: Type.Optional(Type.String({ ...Secret, description: 'The new secret; left out, the daemon generates one and answers it (once)' })),
+    overlap_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 604800,
+        default: 86400,
+        description: 'How long the previous secret still signs (X-Webhook-Signature-Previous) beside the new one; 0 ends it now. Default 86400 (24 h)',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Optional; the body may be left out' },
+);
+export type RotateSecretBody = Static<typeof RotateSecretBody>;
+
+export const RotatedSecret = Type.Object({
+  secret: Type.Optional(Type.String({ description: 'The generated secret, shown this once; absent when the body gave one' })),
+  previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'When the previous secret stops signing and is dropped from the store; null with an overlap of 0',
+  }),
+});
+export type RotatedSecret = Static<typeof RotatedSecret>;

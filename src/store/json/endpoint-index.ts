@@ -26,9 +26,10 @@ export class EndpointIndex {
 
   /**
    * The active endpoints of the given users that listen to `event` by name or by `*`, by id.
-   * Users are the event's owner and the admins; a user named twice counts once.
+   * Users are the event's owner and the admins; a user named twice counts once. Without
+   * `wildcard`, only endpoints naming the event (an operational event: `*` does not take it).
    */
-  match(event: string, userIds: Iterable<number>): WebhookRecord[] {
+  match(event: string, userIds: Iterable<number>, wildcard = true): WebhookRecord[] {
     const found: WebhookRecord[] = [];
     const seen = new Set<number>();
     for (const userId of userIds) {
@@ -36,7 +37,7 @@ export class EndpointIndex {
       seen.add(userId);
       const names = this.#byUser.get(userId);
       if (!names) continue;
-      for (const name of [event, '*']) {
+      for (const name of wildcard ? [event, '*'] : [event]) {
         const endpoints = names.get(name);
         if (endpoints) for (const endpoint of endpoints.values()) found.push(endpoint);
       }

@@ -4,8 +4,8 @@
 // which is what an expired lease means.
 //
 // A claim is one walk over the due deliveries in due order (`next_attempt_at`, then creation):
-// a merge of the lanes' heads, so an endpoint that has had its `perEndpoint` (or is skipped)
-// drops out of the walk instead of being passed over delivery by delivery.
+// a merge of the lanes' heads, so an endpoint that has had its `perEndpoint` (or is skipped or
+// paused) drops out of the walk instead of being passed over delivery by delivery.
 import type { ClaimOptions } from '../store.js';
 import type { Pending } from './outbox-table.js';
 
@@ -68,7 +68,8 @@ export class OutboxLanes {
     for (const id of ids) this.#uncommitted.delete(id);
   }
 
-  claim(options: ClaimOptions, lookup: (id: string) => Pending | undefined): Pending[] {
+  /** `paused(endpoint)`: that endpoint's lane is left out of the walk (not of a claim by ids: a manual send). */
+  claim(options: ClaimOptions, lookup: (id: string) => Pending | undefined, paused: (endpointId: number) => boolean = () => false): Pending[] {
     const { now, limit } = options;
     const taken: Pending[] = [];
     if (limit <= 0) return taken;
@@ -78,7 +79,7 @@ export class OutboxLanes {
         if (delivery && delivery.next_attempt_at <= now && this.#free(id, now)) taken.push(delivery);
         if (taken.length >= limit) break;
       }
-    } else this.#walk(options, taken);
+    } else this.#walk(options, taken, paused);
     for (const delivery of taken) this.#leases.set(delivery.id, { owner: options.owner, until: now + options.leaseMs });
     return taken;
   }
@@ -98,9 +99,16 @@ export class OutboxLanes {
     if (this.holds(owner, id)) this.#leases.delete(id);
   }
 
-  nextDueAt(): number | null {
+  /** How many deliveries the endpoint has pending. */
+  pendingOf(endpointId: number): number {
+    const lane = this.#lanes.get(endpointId);
+    return lane ? lane.retries.size + lane.fresh.size : 0;
+  }
+
+  nextDueAt(paused: (endpointId: number) => boolean = () => false): number | null {
     let next: number | null = null;
-    for (const lane of this.#lanes.values()) {
+    for (const [endpointId, lane] of this.#lanes) {
+      if (paused(endpointId)) continue;
       for (const map of [lane.retries, lane.fresh]) {
         for (const delivery of map) {
           if (next === null || delivery.next_attempt_at < next) next = delivery.next_attempt_at;
@@ -122,14 +130,14 @@ export class OutboxLanes {
    * earliest is taken and its lane moves on, until `limit` are taken or every lane has had its
    * `perEndpoint` or run out. A binary heap keeps the lanes by their next delivery.
    */
-  #walk(options: ClaimOptions, taken: Pending[]): void {
+  #walk(options: ClaimOptions, taken: Pending[], paused: (endpointId: number) => boolean): void {
     const { now, limit, perEndpoint } = options;
     if (perEndpoint <= 0) return;
     const skipEndpoints = new Set(options.skipEndpoints ?? []);
     const skipOwners = new Set(options.skipOwners ?? []);
     const heap: Cursor[] = [];
     for (const [endpointId, lane] of this.#lanes) {
-      if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner))) continue;
+      if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner)) || paused(endpointId)) continue;
       const rest = this.#due(lane, now);
       const first = rest.next();
       if (!first.done) heapPush(heap, { next: first.value, rest, taken: 0 });

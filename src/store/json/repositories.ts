@@ -3,6 +3,7 @@
 // committed on its own. The store's rules (unique keys, references, cascades) are checked
 // here, inside the single-threaded change, so concurrent requests cannot both pass them.
 import { randomUUID } from 'node:crypto';
+import { isOperational } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
@@ -106,9 +107,13 @@ export class JsonRepositories implements Repositories {
     // number of endpoints. Admins are found by role at match time, so a role change needs no
     // index of its own.
     const subscribedTo = (event: string, ownerId: number | null): WebhookRecord[] => {
+      // An operational event reaches only the owner's endpoints that name it.
+      if (isOperational(event)) return ownerId === null ? [] : state.endpoints.match(event, [ownerId], false);
       const admins = state.users.byGroup('role', 'admin').map((u) => u.id);
       return state.endpoints.match(event, ownerId === null ? admins : [ownerId, ...admins]);
     };
+    // A paused endpoint's deliveries stay in its lane, left out of every claim (a map lookup per lane).
+    const paused = (endpointId: number): boolean => state.webhooks.get(endpointId)?.paused === true;
     const emailTaken = (email: string, except?: number) => {
       const other = state.users.byUnique('email', lower(email));
       if (other && other.id !== except) throw new StoreConflictError('users.email', `a user with email ${lower(email)} already exists`);
@@ -283,9 +288,22 @@ export class JsonRepositories implements Repositories {
           if (!current) return undefined;
           const hook = w.put('webhooks', { ...current, ...patch, id } as WebhookRecord);
           w.change({ kind: 'record', collection: 'webhooks', id });
+          // Resumed: its kept deliveries are claimable again; the dispatcher claims now.
+          if (patch.paused === false && current.paused) w.change({ kind: 'outbox' });
           return hook;
         }),
       remove: (id) => run((w) => removeWebhook(w, id)),
+      forgetExpiredSecrets: (now) =>
+        run((w) => {
+          let forgotten = 0;
+          for (const hook of state.webhooks.values()) {
+            if (!hook.previous_secret_expires_at || hook.previous_secret_expires_at > now) continue;
+            w.put('webhooks', { ...hook, previous_secret: null, previous_secret_expires_at: null });
+            w.change({ kind: 'record', collection: 'webhooks', id: hook.id });
+            forgotten++;
+          }
+          return forgotten;
+        }),
     };
 
     this.resetTokens = {
@@ -391,7 +409,7 @@ export class JsonRepositories implements Repositories {
           return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
         }),
       // Records are made as deliveries leave the store; inside it they are compact entries.
-      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id)).map((d) => d.record()),
+      claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id), paused).map((d) => d.record()),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>
         run((w) => {
           const recorded: string[] = [];
@@ -421,7 +439,15 @@ export class JsonRepositories implements Repositories {
       release: async (owner, ids) => {
         for (const id of ids) state.lanes.release(owner, id);
       },
-      nextDueAt: async () => state.lanes.nextDueAt(),
+      nextDueAt: async () => state.lanes.nextDueAt(paused),
+      pendingByEndpoint: async (endpointIds) => {
+        const counts = new Map<number, number>();
+        for (const id of endpointIds) {
+          const n = state.lanes.pendingOf(id);
+          if (n > 0) counts.set(id, n);
+        }
+        return counts;
+      },
       pendingCount: async () => state.deliveries.size,
       stats: async () => ({ pending: state.deliveries.size, oldest_pending_at: state.deliveries.oldestCreatedAt() }),
       get: async (id) => state.deliveries.get(id),

@@ -8,6 +8,8 @@ import { StoreCorruptError } from '../store.js';
 import baseline from './migrations/0001-baseline.js';
 import domainWrites from './migrations/0002-domain-writes.js';
 import revocationsNoted from './migrations/0003-revocations-noted.js';
+import endpointHeadersRotation from './migrations/0005-endpoint-headers-rotation.js';
+import pausedEndpoints from './migrations/0006-paused-endpoints.js';
 
 export interface PgMigration {
   version: number;
@@ -23,6 +25,8 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 1, name: 'baseline', sql: baseline },
   { version: 2, name: 'domain writes in one statement', sql: domainWrites },
   { version: 3, name: 'revocations noted for cached callers', sql: revocationsNoted },
+  { version: 5, name: 'endpoint headers and secret rotation', sql: endpointHeadersRotation },
+  { version: 6, name: 'paused endpoints', sql: pausedEndpoints },
 ];
 
 /**

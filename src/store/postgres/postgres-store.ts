@@ -220,5 +220,7 @@ export class PostgresStore implements Store {
       );
       await db.query('DELETE FROM read_changes WHERE at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)', [READ_CHANGES_KEPT_MS]);
     });
+    // Previous secrets of rotations whose overlap ended, also on endpoints that got no delivery since.
+    await this.webhooks.forgetExpiredSecrets(new Date().toISOString());
   }
 }

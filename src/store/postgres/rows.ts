@@ -31,7 +31,7 @@ export const COLUMNS = {
   api_keys: ['user_id', 'name', 'key_hash', 'key_prefix', 'last_used_at', 'expires_at', 'created_at'],
   subscriptions: ['customer_id', 'main_domain', 'is_default', 'status', 'created_at', 'updated_at'],
   sites: ['subscription_id', 'domain', 'created_at'],
-  webhooks: ['user_id', 'url', 'secret', 'events', 'active', 'signature', 'health_reset_at', 'created_at', 'updated_at'],
+  webhooks: ['user_id', 'url', 'secret', 'events', 'active', 'signature', 'health_reset_at', 'created_at', 'updated_at', 'headers', 'previous_secret', 'previous_secret_expires_at', 'paused'],
   reset_tokens: ['user_id', 'token_hash', 'expires_at', 'used_at', 'created_at'],
 } as const;
 
@@ -131,6 +131,9 @@ export function toWebhook(r: Row): WebhookRecord {
     // Optional fields: present only when set, as the JSON store keeps them.
     ...(r.signature != null ? { signature: r.signature as WebhookRecord['signature'] } : {}),
     ...(r.health_reset_at != null ? { health_reset_at: str(r.health_reset_at) } : {}),
+    ...(r.headers != null ? { headers: r.headers as Record<string, string> } : {}),
+    ...(r.previous_secret != null ? { previous_secret: str(r.previous_secret), previous_secret_expires_at: str(r.previous_secret_expires_at) } : {}),
+    ...(r.paused === true ? { paused: true } : {}),
     created_at: str(r.created_at),
     updated_at: str(r.updated_at),
   };

@@ -9,6 +9,7 @@ const TEST = 'webhooks/{id}/test';
 const REDELIVER = 'webhooks/{id}/deliveries/{entry_id}/redeliver';
 const STREAM = op('GET', 'webhooks/deliveries/stream');
 const RECOVER = 'webhooks/{id}/recover';
+const ROTATE = 'webhooks/{id}/rotate-secret';
 const LISTEN = op('GET', 'events/listen');
 const RESULTS = 'events/listen/{session}/results';
 
@@ -109,6 +110,18 @@ export const WEBHOOK_ROWS: Row[] = [
   { op: op('POST', RECOVER), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: own, body: { since: '2030-01-01T00:00:00Z' } },
   { op: op('POST', RECOVER), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: other, body: { since: '2030-01-01T00:00:00Z' } },
   { op: op('POST', RECOVER), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 }, body: { since: '2030-01-01T00:00:00Z' } },
+  {
+    op: op('POST', ROTATE), status: 200, case: 'a generated secret, a day of overlap', as: 'customer',
+    params: async (ctx) => {
+      const created = await ctx.daemon.request('POST', '/webhooks', { token: ctx.tokens.customer, body: create(ctx) });
+      return { id: created.body.data.id };
+    },
+    body: {},
+  },
+  { op: op('POST', ROTATE), status: 401, case: 'no credentials', as: 'none', error: 'not authenticated', params: own, body: {} },
+  { op: op('POST', ROTATE), status: 403, case: "another customer's", as: 'customer', error: 'forbidden', params: other, body: {} },
+  { op: op('POST', ROTATE), status: 404, case: 'unknown id', as: 'customer', error: 'not found', params: { id: 999999 }, body: {} },
+  { op: op('POST', ROTATE), status: 422, case: 'overlap over 7 days', as: 'customer', error: 'validation failed', params: own, body: { overlap_seconds: 604_801 } },
   { op: op('POST', RECOVER), status: 422, case: 'until before since', as: 'customer', error: 'validation failed', params: own, body: { since: '2030-01-02T00:00:00Z', until: '2030-01-01T00:00:00Z' } },
 
   // listen sessions

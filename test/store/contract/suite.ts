@@ -801,6 +801,59 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(limited).toEqual([]);
       });
 
+      it('a paused endpoint keeps its deliveries out of every claim and of nextDueAt; resumed, they are claimed in due order', async () => {
+        const { user, hooks } = await endpoints(2, 'paused@example.test');
+        const [h1, h2] = hooks;
+        const held = [delivery(h1.id, user.id, 100), delivery(h1.id, user.id, 200), delivery(h1.id, user.id, 300)];
+        const other = delivery(h2.id, user.id, 150);
+        await store.outbox.enqueue(eventRecord(), held);
+        await store.outbox.enqueue(eventRecord(), [other]);
+        expect(await store.webhooks.update(h1.id, { paused: true, updated_at: T0 })).toMatchObject({ id: h1.id, paused: true });
+        expect((await store.webhooks.get(h2.id))!.paused ?? false).toBe(false);
+        expect(await store.outbox.nextDueAt()).toBe(150);
+        expect(await store.outbox.pendingByEndpoint([h1.id, h2.id])).toEqual(new Map([[h1.id, 3], [h2.id, 1]]));
+        // Claimed by several claimers, with room for everything: only the running endpoint's.
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'p1', now: 1_000 })).map((d) => d.id)).toEqual([other.id]);
+        expect(await store.outbox.claim({ ...claimDefaults, owner: 'p2', now: 2_000, perEndpoint: 1 })).toEqual([]);
+        // A manual send (a claim by id) is not held back by the pause.
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'manual', now: 1_000, leaseMs: 1, ids: [held[1].id] })).map((d) => d.id)).toEqual([held[1].id]);
+        expect(await store.outbox.pendingByEndpoint([h1.id])).toEqual(new Map([[h1.id, 3]]));
+
+        const notice = backend.openAnother ? await backend.openAnother() : store;
+        if (notice !== store) opened.push(notice);
+        let heard!: () => void;
+        const signalled = new Promise<void>((resolve) => (heard = resolve));
+        const unsubscribe = notice.changes.subscribe((change) => change.kind === 'outbox' && heard());
+        // Not paused reads as false or absent (the PostgreSQL rows leave the default out, as older JSON records have it).
+        expect((await store.webhooks.update(h1.id, { paused: false, updated_at: T0 }))!.paused ?? false).toBe(false);
+        // Resuming tells the dispatchers: they claim the kept deliveries at once, not at their poll.
+        await Promise.race([signalled, new Promise((_, reject) => setTimeout(() => reject(new Error('no outbox change heard on resume')), 10_000))]);
+        unsubscribe();
+        expect(await store.outbox.nextDueAt()).toBe(100);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'p3', now: 2_000 })).map((d) => d.id)).toEqual(held.map((d) => d.id));
+      });
+
+      it('an operational event is queued only for its owner\'s endpoints that name it: not `*`, not admins\'', async () => {
+        const admin = await store.users.insert(userRecord('opadmin@example.test', 'admin'));
+        const c1 = await store.users.insert(userRecord('op1@example.test'));
+        const c2 = await store.users.insert(userRecord('op2@example.test'));
+        const hook = (userId: number, events: string) =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active: true, created_at: T0, updated_at: T0 });
+        await hook(admin.id, '*');
+        await hook(admin.id, 'delivery.failed');
+        await hook(c1.id, '*');
+        const named = await hook(c1.id, 'site.created,delivery.failed');
+        await hook(c1.id, 'endpoint.disabled');
+        await hook(c2.id, 'delivery.failed');
+        const template = { body: '{}', next_attempt_at: 0, created_at: T0 };
+        const failed = { ...eventRecord(), event: 'delivery.failed', owner_id: c1.id };
+        expect((await store.outbox.publish(failed, template)).map((q) => q.endpoint_id)).toEqual([named.id]);
+        expect((await store.webhooks.subscribedTo('delivery.failed', c1.id)).map((w) => w.id)).toEqual([named.id]);
+        expect(await store.outbox.publish({ ...failed, owner_id: null }, template)).toEqual([]);
+        // An ordinary event still reaches `*` and the admins'.
+        expect(await store.outbox.publish({ ...eventRecord(), owner_id: c1.id }, template)).toHaveLength(3);
+      });
+
       it('two claimers never get the same delivery', async () => {
         const { user, hooks } = await endpoints(5);
         const all = hooks.flatMap((h) => Array.from({ length: 20 }, () => delivery(h.id, user.id, 0)));

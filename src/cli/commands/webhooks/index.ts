@@ -5,8 +5,11 @@ import { webhooksCreateCommand } from './create.js';
 import { webhooksDeleteCommand } from './delete.js';
 import { webhooksDeliveriesCommand } from './deliveries.js';
 import { webhooksListCommand } from './list.js';
+import { webhooksPauseCommand } from './pause.js';
 import { webhooksRecoverCommand } from './recover.js';
 import { webhooksRedeliverCommand } from './redeliver.js';
+import { webhooksRotateSecretCommand } from './rotate-secret.js';
+import { webhooksResumeCommand } from './resume.js';
 import { webhooksShowCommand } from './show.js';
 import { webhooksTestCommand } from './test.js';
 import { webhooksDisableCommand, webhooksEnableCommand } from './toggle.js';
@@ -25,5 +28,8 @@ export function webhooksCommand(ctx: Context): Command {
     .addCommand(webhooksTestCommand(ctx))
     .addCommand(webhooksDeliveriesCommand(ctx))
     .addCommand(webhooksRedeliverCommand(ctx))
-    .addCommand(webhooksRecoverCommand(ctx));
+    .addCommand(webhooksRecoverCommand(ctx))
+    .addCommand(webhooksRotateSecretCommand(ctx))
+    .addCommand(webhooksPauseCommand(ctx))
+    .addCommand(webhooksResumeCommand(ctx));
 }

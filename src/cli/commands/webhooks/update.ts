@@ -1,11 +1,14 @@
-// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]`:
-// a partial update (PUT with only the given fields); a new secret rotates the signing key.
+// `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]
+// [--header 'Name: value' | --header 'Name:' …]`: a partial update (PUT with only the given fields); a new secret rotates
+// the signing key at once (`webhooks rotate-secret` keeps the old one signing for a while). A header with a value sets it,
+// `Name:` removes it; the others stay.
 import { Command, Option } from 'commander';
 import type { WebhookEndpoint } from '../../api-types.js';
 import { parseId } from '../../args.js';
 import type { Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
 import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SignatureScheme } from './secret.js';
+import { collectHeader } from './create.js';
 import { showEndpoint } from './view.js';
 
 export interface WebhooksUpdateOptions {
@@ -15,6 +18,7 @@ export interface WebhooksUpdateOptions {
   secretStdin?: boolean;
   generateSecret?: boolean;
   signature?: SignatureScheme;
+  header?: Array<[string, string]>;
 }
 
 export function webhooksUpdateCommand(ctx: Context): Command {
@@ -28,6 +32,7 @@ export function webhooksUpdateCommand(ctx: Context): Command {
     .option('--secret-stdin', 'rotate the signing secret: read the new one from standard input')
     .option('--generate-secret', 'rotate the signing secret: generate one and print it once')
     .addOption(new Option('--signature <scheme>', 'seed or standard-webhooks (which needs a whsec_ secret)').choices(SIGNATURE_SCHEMES))
+    .option('--header <header>', "set a request header 'Name: value', or remove one with 'Name:' (repeatable)", collectHeader)
     .action(async (id: number, options: WebhooksUpdateOptions & { inactive?: boolean }) =>
       webhooksUpdateRun(ctx, id, { ...options, active: options.active ? true : options.inactive ? false : undefined }),
     );
@@ -44,8 +49,9 @@ export async function webhooksUpdateRun(ctx: Context, id: number, options: Webho
   if (options.events !== undefined) body.events = options.events;
   if (options.active !== undefined) body.active = options.active;
   if (secret) body.secret = secret.value;
+  if (options.header?.length) body.headers = Object.fromEntries(options.header.map(([name, value]) => [name, value === '' ? null : value]));
   if (Object.keys(body).length === 0) {
-    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --secret-stdin or --generate-secret');
+    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --header, --secret-stdin or --generate-secret');
   }
   const { data } = await ctx.client().call<WebhookEndpoint>('PUT', `/webhooks/${id}`, body);
   if (ctx.json) {

@@ -16,7 +16,13 @@ export function endpointColumns(ui: Ui): Column<WebhookEndpoint>[] {
     { header: 'health', value: (w) => healthSummary(w.health), style: (text, w) => (w.health?.consecutive_failures ? ui.c.red(text) : text) },
     { header: 'last failure', value: (w) => w.health?.last_failure_reason ?? '-', shrink: true },
     { header: 'updated', value: (w) => ui.time(w.updated_at) },
+    { header: 'paused', value: (w) => pausedSummary(w), style: (text, w) => (w.paused ? ui.c.yellow(text) : text) },
   ];
+}
+
+/** `no`, or `yes (N kept)`: a paused endpoint's deliveries wait for `webhooks resume`. */
+export function pausedSummary(endpoint: Pick<WebhookEndpoint, 'paused' | 'paused_deliveries'>): string {
+  return endpoint.paused ? `yes (${endpoint.paused_deliveries ?? 0} kept)` : 'no';
 }
 
 /** `98% ok`, `3 failing · 40% ok`, or `-` before any attempt. */
@@ -40,6 +46,9 @@ export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint, extra: Array<[st
     ['events', endpoint.events],
     ['active', endpoint.active ? ui.c.green('yes') : ui.c.yellow('no')],
     ['signature', endpoint.signature ?? 'seed'],
+    ['paused', endpoint.paused ? ui.c.yellow(pausedSummary(endpoint)) : 'no'],
+    ...Object.entries(endpoint.headers ?? {}).map(([name, value]): [string, string] => ['header', `${name}: ${value}`]),
+    ...(endpoint.previous_secret_expires_at ? [['previous secret', `signs too until ${ui.time(endpoint.previous_secret_expires_at)}`] as [string, string]] : []),
     ...healthPairs(ui, endpoint.health),
     ['created', ui.time(endpoint.created_at)],
     ['updated', ui.time(endpoint.updated_at)],

@@ -1,10 +1,11 @@
-// The endpoint as the API shows it: everything but the secret, with its signature scheme and
+// The endpoint as the API shows it: everything but the secrets (custom header values masked), with its signature scheme and
 // its health, from the summary the store keeps of its delivery log.
 import type { FastifyInstance } from 'fastify';
 import type { WebhookEndpoint } from '../../../shared/api/webhooks.js';
 import type { LogHealth } from '../../../store/store.js';
 import type { WebhookRecord } from '../../../store/types.js';
 import { computeHealth, healthFromSummary, type EndpointHealth } from '../../dispatcher/health.js';
+import { maskedHeaders, previousSecret } from '../../dispatcher/headers.js';
 
 /**
  * @example
@@ -18,13 +19,20 @@ export async function endpointView(app: FastifyInstance, record: WebhookRecord):
 export async function endpointViews(app: FastifyInstance, records: WebhookRecord[]): Promise<WebhookEndpoint[]> {
   if (records.length === 0) return [];
   const summaries = await app.store.deliveryLog.health(records.map((record) => record.id));
+  // Counted for paused endpoints only: what they keep (a running endpoint's queue is the dispatcher's).
+  const pausedIds = records.flatMap((record) => (record.paused ? [record.id] : []));
+  const kept = pausedIds.length ? await app.store.outbox.pendingByEndpoint(pausedIds) : new Map<number, number>();
   const now = app.clock();
   const out: WebhookEndpoint[] = new Array(records.length);
   for (let i = 0; i < records.length; i++) {
     const record = records[i];
     const { id, user_id, url, events, active, created_at, updated_at } = record;
     const health = await healthOf(app, record, summaries.get(id) ?? null, now);
-    out[i] = { id, user_id, url, events, active, signature: record.signature ?? 'seed', health, created_at, updated_at };
+    const paused = record.paused === true;
+    out[i] = { id, user_id, url, events, active, signature: record.signature ?? 'seed', health, created_at, updated_at, paused, paused_deliveries: paused ? (kept.get(id) ?? 0) : 0 };
+    // Present only when set, so an endpoint without them answers as before.
+    if (record.headers && Object.keys(record.headers).length > 0) out[i].headers = maskedHeaders(record.headers);
+    if (previousSecret(record, now) !== null) out[i].previous_secret_expires_at = record.previous_secret_expires_at!;
   }
   return out;
 }

@@ -14,7 +14,7 @@ import {
   WebhookEndpoint,
 } from '../../../shared/api/webhooks.js';
 import type { WebhookRecord } from '../../../store/types.js';
-import { secretProblem, type SignatureScheme } from '../../dispatcher/headers.js';
+import { customHeadersProblem, secretProblem, type SignatureScheme } from '../../dispatcher/headers.js';
 import { privateTargetsAllowed } from '../../dispatcher/plugin.js';
 import { blockedLiteral } from '../../dispatcher/ssrf.js';
 import { assertOwnership, principalOf } from '../../plugins/auth.js';
@@ -53,9 +53,31 @@ export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise
 }
 
 /** 422 when the secret cannot sign with the scheme (standard-webhooks needs a whsec_ secret). */
-function checkSecret(scheme: SignatureScheme, secret: string): void {
+export function checkSecret(scheme: SignatureScheme, secret: string): void {
   const problem = secretProblem(scheme, secret);
   if (problem) throw new ApiError('VALIDATION_FAILED', problem);
+}
+
+/** 422 when the custom headers cannot be sent (reserved names, CR/LF, too many); {} becomes null. */
+function checkHeaders(headers: Record<string, string>): Record<string, string> | null {
+  const problem = customHeadersProblem(headers);
+  if (problem) throw new ApiError('VALIDATION_FAILED', problem);
+  return Object.keys(headers).length > 0 ? headers : null;
+}
+
+/**
+ * The endpoint's headers after an update's `headers`: null removes them all, a name with null
+ * removes that one, a name with a value sets it (replacing the same name in any case). The
+ * values are never shown, so a client changes one header without sending the others again.
+ */
+function mergeHeaders(current: Record<string, string> | null | undefined, patch: Record<string, string | null> | null): Record<string, string> | null {
+  if (patch === null) return null;
+  const merged: Record<string, string> = { ...current };
+  for (const [name, value] of Object.entries(patch)) {
+    for (const existing of Object.keys(merged)) if (existing.toLowerCase() === name.toLowerCase()) delete merged[existing];
+    if (value !== null) merged[name] = value;
+  }
+  return checkHeaders(merged);
 }
 
 function checkEvents(raw: string): string {
@@ -77,8 +99,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { url, secret, events, active = true, signature = 'seed' } = request.body;
+      const { url, secret, events, active = true, signature = 'seed', headers, paused } = request.body;
       checkSecret(signature, secret);
+      const custom = headers === undefined ? null : checkHeaders(headers);
       const record: Omit<WebhookRecord, 'id'> = {
         user_id: principalOf(request).userId,
         url: await checkTargetUrl(app, url),
@@ -89,7 +112,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
         created_at: new Date(app.clock()).toISOString(),
         updated_at: '',
       };
+      if (paused) record.paused = true;
       record.updated_at = record.created_at;
+      if (custom) record.headers = custom;
       const created = await app.store.webhooks.insert(record);
       reply.code(201);
       return ok(await endpointView(app, created), 'webhook endpoint created');
@@ -147,7 +172,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature)',
+        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, headers, paused)',
         security,
         params: IdParam,
         body: UpdateWebhookBody,
@@ -157,17 +182,21 @@ export default async function endpointRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       const current = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { url, secret, events, active, signature } = request.body;
-      if (url === undefined && secret === undefined && events === undefined && active === undefined && signature === undefined) {
-        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature');
+      const { url, secret, events, active, signature, headers, paused } = request.body;
+      if (url === undefined && secret === undefined && events === undefined && active === undefined && signature === undefined && headers === undefined && paused === undefined) {
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, headers, paused');
       }
       checkSecret(signature ?? current.signature ?? 'seed', secret ?? current.secret);
       const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
       if (url !== undefined) patch.url = await checkTargetUrl(app, url);
       if (events !== undefined) patch.events = checkEvents(events);
       if (secret !== undefined) patch.secret = secret;
+      // A secret set here takes over at once (POST …/rotate-secret keeps the old one for a while).
+      if (secret !== undefined && current.previous_secret) Object.assign(patch, { previous_secret: null, previous_secret_expires_at: null });
       if (active !== undefined) patch.active = active;
       if (signature !== undefined) patch.signature = signature;
+      if (headers !== undefined) patch.headers = mergeHeaders(current.headers, headers);
+      if (paused !== undefined) patch.paused = paused;
       // Enabled again: failures from before no longer count towards the auto-disable.
       if (active === true && !current.active) patch.health_reset_at = patch.updated_at;
       const updated = await app.store.webhooks.update(id, patch);

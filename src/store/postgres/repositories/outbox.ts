@@ -96,11 +96,14 @@ UPDATE deliveries u SET lease_owner = $1, lease_until = $2 + $3
 WHERE u.ctid = ANY (ARRAY(SELECT t FROM taken UNION ALL SELECT t FROM filled))
 RETURNING u.*`;
 
+/** A paused endpoint `<id>` (a primary-key lookup per endpoint with pending work): its deliveries wait. */
+const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND w.paused`;
+
 /**
  * Claims due deliveries in one statement ($6: endpoints to skip, $7: owners to skip). The
  * candidates are each endpoint's first 2 × $5 claimable deliveries, walked in due order on the
  * per-endpoint index from the endpoints that have pending work (the pending_endpoints skip
- * scan), so a claim costs the endpoints with work, not the backlog; of those, the first
+ * scan; paused endpoints left out), so a claim costs the endpoints with work, not the backlog; of those, the first
  * 3 × $4 in due order, as row addresses: enough for the claim and for what two other claimers
  * at once may hold. LEASE_RANKED then locks and leases them.
  *
@@ -121,7 +124,7 @@ WITH candidates AS MATERIALIZED (
     ORDER BY x.next_attempt_at, x.created_at
     LIMIT 2 * $5::int
   ) c
-  WHERE NOT (p.endpoint_id = ANY ($6::bigint[]))
+  WHERE NOT (p.endpoint_id = ANY ($6::bigint[])) AND NOT EXISTS (${PAUSED('p.endpoint_id')})
   ORDER BY c.next_attempt_at, c.created_at, c.id
   LIMIT 3 * $4::int
 ), ranked AS MATERIALIZED (
@@ -255,13 +258,21 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
         `SELECT min((SELECT x.next_attempt_at FROM deliveries x
                      WHERE x.endpoint_id = p.endpoint_id AND x.state = 'pending'
                      ORDER BY x.next_attempt_at LIMIT 1)) AS due
-         FROM pending_endpoints p`,
+         FROM pending_endpoints p WHERE NOT EXISTS (${PAUSED('p.endpoint_id')})`,
       );
       return rows[0].due === null ? null : Number(rows[0].due);
     },
     async pendingCount() {
       const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE state = 'pending'");
       return rows[0].n;
+    },
+    async pendingByEndpoint(endpointIds) {
+      if (endpointIds.length === 0) return new Map();
+      const { rows } = await db.query<{ endpoint_id: number; n: number }>(
+        "SELECT endpoint_id, count(*)::int AS n FROM deliveries WHERE state = 'pending' AND endpoint_id = ANY ($1::bigint[]) GROUP BY endpoint_id",
+        [endpointIds],
+      );
+      return new Map(rows.map((r) => [Number(r.endpoint_id), r.n]));
     },
     async stats() {
       // Both from the pending rows' partial index (created_at is ISO 8601 text: its order is time's).
