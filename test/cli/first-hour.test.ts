@@ -13,6 +13,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import { spawnSync } from 'node:child_process';
 import { hostname, tmpdir } from 'node:os';
 import { BIN, runCli } from '../helpers/cli.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
@@ -105,19 +106,24 @@ describe('the first hour with panelctl', () => {
   });
 
   describe('daemons that refuse a receiver on this machine', () => {
-    // One strict daemon for both refusals (at create, and at connect), one that does not trust the receiver.
-    let strict: TestDaemon;
-    let untrusting: TestDaemon;
+    // In-process apps listening on loopback: what is checked is the daemon's refusal and the
+    // CLI's hint, which the built CLI reads from them over HTTP as from a daemon. One strict app
+    // for both refusals (at create, and at connect), one that does not trust the receiver.
+    let strict: TestApp;
+    let untrusting: TestApp;
+    let strictUrl: string;
+    let untrustingUrl: string;
     beforeAll(async () => {
-      [strict, untrusting] = await Promise.all([startDaemon(), startDaemon({ args: ['--allow-private-webhooks'] })]);
+      [strict, untrusting] = await Promise.all([buildTestApp(), buildTestApp({ allowPrivateWebhooks: true })]);
+      [strictUrl, untrustingUrl] = await Promise.all([strict.listen(), untrusting.listen()]);
     });
     afterAll(async () => {
-      await strict?.dispose();
-      await untrusting?.dispose();
+      await strict?.close();
+      await untrusting?.close();
     });
 
     it('a loopback webhook on a daemon without --allow-private-webhooks names the flag and the certificate step', async () => {
-      const result = await cli.run(['--data-dir', strict.dataDir, '--url', strict.url, 'webhooks', 'create', '--url', 'https://127.0.0.1:8443/webhooks', '--events', '*', '--generate-secret'], {
+      const result = await cli.run(['--data-dir', strict.dataDir, '--url', strictUrl, 'webhooks', 'create', '--url', 'https://127.0.0.1:8443/webhooks', '--events', '*', '--generate-secret'], {
         env: { PANELCTL_TOKEN: await strict.login() },
       });
       expect(result.code).toBe(1);
@@ -129,10 +135,10 @@ describe('the first hour with panelctl', () => {
     it('a test delivery refused as private or over an untrusted certificate says which daemon flag or variable fixes it', async () => {
       // localhost passes create (only literal addresses are checked there) and is refused at connect.
       const strictToken = await strict.login();
-      const blocked = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, '--json', 'webhooks', 'create', '--url', `https://localhost:${receiver.port}/hook`, '--events', '*', '--generate-secret'], {
+      const blocked = await cli.run(['--url', strictUrl, '--data-dir', strict.dataDir, '--json', 'webhooks', 'create', '--url', `https://localhost:${receiver.port}/hook`, '--events', '*', '--generate-secret'], {
         env: { PANELCTL_TOKEN: strictToken },
       });
-      const refused = await cli.run(['--url', strict.url, '--data-dir', strict.dataDir, 'webhooks', 'test', String(JSON.parse(blocked.stdout).id), '--no-wait'], {
+      const refused = await cli.run(['--url', strictUrl, '--data-dir', strict.dataDir, 'webhooks', 'test', String(JSON.parse(blocked.stdout).id), '--no-wait'], {
         env: { PANELCTL_TOKEN: strictToken },
       });
       expect(refused.code).toBe(1);
@@ -140,8 +146,8 @@ describe('the first hour with panelctl', () => {
       expect(refused.stderr).toContain('start the daemon with --allow-private-webhooks');
 
       const token = await untrusting.login();
-      const created = await cli.run(['--url', untrusting.url, '--data-dir', untrusting.dataDir, '--json', 'webhooks', 'create', '--url', receiver.url, '--events', '*', '--generate-secret'], { env: { PANELCTL_TOKEN: token } });
-      const untrusted = await cli.run(['--url', untrusting.url, '--data-dir', untrusting.dataDir, 'webhooks', 'test', String(JSON.parse(created.stdout).id), '--no-wait'], { env: { PANELCTL_TOKEN: token } });
+      const created = await cli.run(['--url', untrustingUrl, '--data-dir', untrusting.dataDir, '--json', 'webhooks', 'create', '--url', receiver.url, '--events', '*', '--generate-secret'], { env: { PANELCTL_TOKEN: token } });
+      const untrusted = await cli.run(['--url', untrustingUrl, '--data-dir', untrusting.dataDir, 'webhooks', 'test', String(JSON.parse(created.stdout).id), '--no-wait'], { env: { PANELCTL_TOKEN: token } });
       expect(untrusted.code).toBe(1);
       expect(untrusted.stderr).toContain('TLS: ');
       expect(untrusted.stderr).toContain("the daemon does not trust the receiver's certificate; start it with NODE_EXTRA_CA_CERTS=receiver-cert.pem");
@@ -176,18 +182,14 @@ describe.skipIf(!pg.url)(`a database URL on a data directory that holds a JSON s
       await initDataDir(jsonDir);
       // The database gets its panel from another data directory, as on a second server.
       await initDataDir(other, ADMIN_PASSWORD, url);
-      const daemon = await startDaemon({ dataDir: jsonDir, databaseUrl: url, keep: true });
-      try {
-        await vi.waitFor(() => expect(daemon.output()).toContain(`${jsonDir}/store.json holds a JSON store that this daemon does not use`), { timeout: 10_000 });
-        expect(daemon.output()).toContain('stop the daemon and run panelctl store migrate --to URL');
-      } finally {
-        await daemon.stop();
-      }
       const detached = await runCli(['daemon', 'start', '--data-dir', jsonDir, '--port', '0'], { env: { PANELCTL_DATABASE_URL: url } });
       try {
-        expect(detached.code).toBe(0);
+        expect(detached.code, detached.stderr).toBe(0);
         expect(detached.stderr).toMatch(new RegExp(`^warning: ${jsonDir}/store\\.json holds a JSON store that this daemon does not use: it serves from the PostgreSQL database \\S+\\. To bring that data over, stop the daemon and run panelctl store migrate --to URL`, 'm'));
         expect(detached.stderr).not.toContain('postgres://');
+        // The daemon's log says it too.
+        await vi.waitFor(async () => expect(await readFile(join(jsonDir, 'daemon.log'), 'utf8')).toContain(`${jsonDir}/store.json holds a JSON store that this daemon does not use`), { timeout: 10_000 });
+        expect(await readFile(join(jsonDir, 'daemon.log'), 'utf8')).toContain('stop the daemon and run panelctl store migrate --to URL');
       } finally {
         await runCli(['daemon', 'stop', '--data-dir', jsonDir]);
       }

@@ -1,13 +1,14 @@
-// `panelctl admin reset-password` for the data directory's owner, with the daemon stopped (through
-// the store under the lock) and running (a signed admin JWT against POST /admin/users/:id/password):
-// the new password works, the old one and every JWT issued before no longer do, and the password
-// is printed only when the command generated it.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+// `panelctl admin reset-password` for the data directory's owner, with the daemon running (end to
+// end: the built CLI, a real daemon, a signed admin JWT against POST /admin/users/:id/password)
+// and stopped (in process: the command works on the store under the lock, then the in-process
+// app opens it again): the new password works, the old one and every JWT issued before no longer
+// do, and the password is printed only when the command generated it.
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/factory.js';
-import { runCli } from '../helpers/cli.js';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp } from '../helpers/app.js';
+import { runCli, runInProcess, type CliResult } from '../helpers/cli.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 const CUSTOMER = 'cora@example.com';
 
@@ -22,8 +23,9 @@ async function nextSecond(): Promise<void> {
   await vi.waitFor(() => expect(Math.floor(Date.now() / 1000)).toBeGreaterThan(start), { timeout: 2_000, interval: 5 });
 }
 
-const reset = (dataDir: string, email: string, password?: string, json = false) =>
-  runCli([...(json ? ['--json'] : []), 'admin', 'reset-password', '--data-dir', dataDir, '--email', email, ...(password ? ['--password-stdin'] : [])], {
+/** The command as the owner types it: with the built CLI, or (`inProcess`) its run function in this process. */
+const reset = (dataDir: string, email: string, password?: string, json = false, inProcess = false): Promise<CliResult> =>
+  (inProcess ? runInProcess : runCli)([...(json ? ['--json'] : []), 'admin', 'reset-password', '--data-dir', dataDir, '--email', email, ...(password ? ['--password-stdin'] : [])], {
     input: password ? `${password}\n` : '',
     env: { PANELCTL_CONFIG_DIR: dataDir, PANELCTL_URL: '', PANELCTL_TOKEN: '', PANEL_DATA_DIR: '' },
   });
@@ -97,31 +99,44 @@ describe('panelctl admin reset-password', () => {
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.data).toMatchObject({ id: customerId, email: CUSTOMER });
   });
+});
 
-  it('with the daemon stopped: through the store; the new password works after a start, the old JWT does not', async () => {
-    const oldToken = await daemon.login();
-    await nextSecond();
-    expect(await daemon.stop()).toBe(0);
-    const result = await reset(daemon.dataDir, ADMIN_EMAIL, undefined, false);
-    expect(result.code, result.stderr).toBe(0);
-    const password = /^password:\s+(\S+)$/m.exec(result.stdout)?.[1];
-    expect(password, result.stdout).toMatch(/^\S{24}$/);
-    expect(result.stderr).toContain('shown only once');
-    expect(result.stderr).not.toContain('through the running daemon');
-    // The lock was released: a daemon starts on the same directory.
-    daemon = await daemon.restart();
-    expect((await daemon.request('GET', '/auth/me', { token: oldToken })).status).toBe(401);
-    expect((await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } })).status).toBe(401);
-    expect(await daemon.login(ADMIN_EMAIL, password)).toMatch(/^eyJ/);
-    expect((await storedUser(daemon.dataDir, ADMIN_EMAIL)).token_generation).toBe(1);
+describe('panelctl admin reset-password with the daemon stopped', () => {
+  it('works through the store; the new password works after the app opens it again, the old JWT does not', async () => {
+    let t = await buildTestApp();
+    try {
+      const oldToken = await t.login();
+      await nextSecond();
+      let result: CliResult | undefined;
+      // The store is closed as a stopped daemon leaves it; reopening it shows the lock was released.
+      t = await t.restart(async () => {
+        result = await reset(t.dir, ADMIN_EMAIL, undefined, false, true);
+      });
+      expect(result!.code, result!.stderr).toBe(0);
+      const password = /^password:\s+(\S+)$/m.exec(result!.stdout)?.[1];
+      expect(password, result!.stdout).toMatch(/^\S{24}$/);
+      expect(result!.stderr).toContain('shown only once');
+      expect(result!.stderr).not.toContain('through the running daemon');
+      expect((await t.request('GET', '/auth/me', { token: oldToken })).status).toBe(401);
+      expect((await t.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } })).status).toBe(401);
+      expect(await t.login(ADMIN_EMAIL, password)).toMatch(/^eyJ/);
+      expect((await t.store.users.byEmail(ADMIN_EMAIL))?.token_generation).toBe(1);
+    } finally {
+      await t.close();
+    }
   });
 
   it('refuses a directory that is not initialised', async () => {
     const dir = await makeDataDir();
-    const result = await reset(dir, ADMIN_EMAIL, 'whatever-123');
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain('not an initialised data directory');
-    await initDataDir(dir);
-    expect((await reset(dir, ADMIN_EMAIL, 'whatever-123')).code).toBe(0);
+    try {
+      const result = await reset(dir, ADMIN_EMAIL, 'whatever-123', false, true);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('not an initialised data directory');
+      const init = await runInProcess(['init', '--data-dir', dir, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n`, env: { PANELCTL_URL: '' } });
+      expect(init.code, init.stderr).toBe(0);
+      expect((await reset(dir, ADMIN_EMAIL, 'whatever-123', false, true)).code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

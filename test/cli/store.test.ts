@@ -1,12 +1,13 @@
-// `panelctl store migrate --to URL` and `--database-url`: the offline checks with the built CLI
-// (a daemon holding the data directory, no JSON store, an unusable database: exit 1 with one
-// line), and the command's run with a stand-in importer (options → output).
+// `panelctl store migrate --to URL` and `--database-url`: the offline checks (a daemon holding
+// the data directory, with the built CLI beside a real daemon; no JSON store and an unusable
+// database, in process: exit 1 with one line), and the command's run with a stand-in importer
+// (options → output).
 import { PassThrough } from 'node:stream';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/program.js';
 import { storeMigrateRun } from '../../src/cli/commands/store/migrate.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runInProcess } from '../helpers/cli.js';
 import { initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 const URL_WITH_PASSWORD = 'postgres://panel:s3cret-pw@127.0.0.1:1/panel';
@@ -43,7 +44,7 @@ describe('panelctl store migrate', () => {
   });
 
   it('refuses a data directory without a JSON store, naming the database without its password', async () => {
-    const result = await runCli(['store', 'migrate', '--to', URL_WITH_PASSWORD, '--data-dir', empty]);
+    const result = await runInProcess(['store', 'migrate', '--to', URL_WITH_PASSWORD, '--data-dir', empty]);
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toBe(`panelctl: cannot migrate ${empty} to 127.0.0.1:1/panel: ${empty} holds no JSON store`);
   });
@@ -81,7 +82,7 @@ describe('--database-url', () => {
   it('init fails with exit 1 and one line when the database cannot be used', async () => {
     const dir = await makeDataDir();
     try {
-      const result = await runCli(['init', '--data-dir', dir, '--password-stdin', '--database-url', URL_WITH_PASSWORD], { input: 'a-long-password-1\n' });
+      const result = await runInProcess(['init', '--data-dir', dir, '--password-stdin', '--database-url', URL_WITH_PASSWORD], { input: 'a-long-password-1\n' });
       expect(result.code).toBe(1);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
       expect(result.stderr).toContain('cannot initialise the database 127.0.0.1:1/panel');

@@ -1,15 +1,18 @@
-// `panelctl admin unlock` for the data directory's owner, against the built CLI and a real daemon,
-// running (a signed admin JWT against POST /admin/unlock) and stopped (through the store under
-// the lock): a locked-out address logs in again. A login refused by a lockout exits 4 with the
-// daemon's message said once; `admin reset-password` ends the account's second-factor lock.
+// `panelctl admin unlock` for the data directory's owner: end to end with the built CLI and a
+// real daemon while it runs (a signed admin JWT against POST /admin/unlock); a locked-out address
+// logs in again, a login refused by a lockout exits 4 with the daemon's message said once, and
+// `admin reset-password` ends the account's second-factor lock. With the daemon stopped (through
+// the store under the lock) and with --database-url, the command runs in process against the
+// in-process app's data directory or database: what is checked there is the store it changes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { runInProcess } from '../helpers/cli.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { cliSession, currentStep, totp, type CliSession } from './helpers.js';
 
-/** Wrong logins from the test's address (127.0.0.1) until the daemon locks it. */
-async function lockOut(daemon: TestDaemon): Promise<void> {
+/** Wrong logins from the test's address (127.0.0.1) until the daemon (or app) locks it. */
+async function lockOut(daemon: Pick<TestDaemon, 'request'>): Promise<void> {
   for (;;) {
     const answer = await daemon.request('POST', '/auth/login', { body: { email: ADMIN_EMAIL, password: 'not-the-password' } });
     if (answer.status === 429) return;
@@ -28,7 +31,7 @@ describe('panelctl admin unlock', () => {
   const unlock = (args: string[] = [], json = false) => cli.run([...(json ? ['--json'] : []), 'admin', 'unlock', ...args]);
 
   beforeAll(async () => {
-    daemon = await startDaemon({ keep: true });
+    daemon = await startDaemon();
     cli = await cliSession(daemon);
     // The lockout (variant B) alone: the login request rate would answer 429 first otherwise.
     const put = await daemon.request('PUT', '/admin/settings', { token: await daemon.login(), body: { rate_limit_mode: 'lockout' } });
@@ -57,17 +60,6 @@ describe('panelctl admin unlock', () => {
     const done = await unlock(['--ip', '127.0.0.1']);
     expect(done.code, done.stderr).toBe(0);
     expect(done.stderr + done.stdout).toContain('through the running daemon');
-    const again = await login();
-    expect(again.code, again.stderr).toBe(0);
-  });
-
-  it('with the daemon stopped: unlock (every address) works on the store, and the restarted daemon lets the address in', async () => {
-    await lockOut(daemon);
-    await daemon.stop();
-    const done = await unlock([], true);
-    expect(done.code, done.stderr).toBe(0);
-    expect(JSON.parse(done.stdout)).toEqual({ addresses: 1, accounts: 0, daemon: 'stopped' });
-    daemon = await startDaemon({ dataDir: daemon.dataDir, port: Number(new URL(daemon.url).port), keep: true });
     const again = await login();
     expect(again.code, again.stderr).toBe(0);
   });
@@ -109,31 +101,48 @@ describe('panelctl admin unlock', () => {
   });
 });
 
+/** Unlock in process, as the data directory's owner would run it (no login, no URL). */
+const unlockInProcess = (dataDir: string, args: string[]) =>
+  runInProcess(['--json', 'admin', 'unlock', ...args], { env: { PANEL_DATA_DIR: dataDir, PANELCTL_CONFIG_DIR: dataDir } });
+
+describe('panelctl admin unlock with the daemon stopped', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp({ settings: { rate_limit_mode: 'lockout' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('works on the store (every address), and the reopened app lets the address in', async () => {
+    await lockOut(t);
+    let done: Awaited<ReturnType<typeof runInProcess>> | undefined;
+    t = await t.restart(async () => {
+      done = await unlockInProcess(t.dir, []);
+    });
+    expect(done!.code, done!.stderr).toBe(0);
+    expect(JSON.parse(done!.stdout)).toEqual({ addresses: 1, accounts: 0, daemon: 'stopped' });
+    expect(await t.login()).toMatch(/^eyJ/);
+  });
+});
+
 const { url: adminUrl } = pgAdminUrl();
 
 describe.skipIf(!adminUrl)('panelctl admin unlock --database-url', () => {
-  let daemon: TestDaemon;
-  let databaseUrl: string;
+  let t: TestApp;
 
   beforeAll(async () => {
-    databaseUrl = await createDatabase(adminUrl!, 'panelctl_unlock');
-    const dataDir = await makeDataDir();
-    await initDataDir(dataDir, ADMIN_PASSWORD, databaseUrl);
-    daemon = await startDaemon({ dataDir, databaseUrl });
-    const put = await daemon.request('PUT', '/admin/settings', { token: await daemon.login(), body: { rate_limit_mode: 'lockout' } });
-    expect(put.status, put.text).toBe(200);
+    t = await buildTestApp({ databaseUrl: await createDatabase(adminUrl!, 'panelctl_unlock'), settings: { rate_limit_mode: 'lockout' } });
   });
   afterAll(async () => {
-    await daemon?.dispose();
+    await t?.close();
   });
 
-  it("ends a running daemon's lockout of an address through the database", async () => {
-    await lockOut(daemon);
-    const result = await runCli(['--json', 'admin', 'unlock', '--database-url', databaseUrl, '--ip', '127.0.0.1'], {
-      env: { PANELCTL_CONFIG_DIR: daemon.dataDir, PANELCTL_URL: '', PANELCTL_TOKEN: '', PANEL_DATA_DIR: '', PANELCTL_DATABASE_URL: '' },
-    });
+  it("ends a running app's lockout of an address through the database", async () => {
+    await lockOut(t);
+    const result = await unlockInProcess(t.dir, ['--database-url', t.databaseUrl!, '--ip', '127.0.0.1']);
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ addresses: 1, accounts: 0, daemon: 'running' });
-    expect(await daemon.login()).toMatch(/^eyJ/);
+    expect(await t.login()).toMatch(/^eyJ/);
   });
 });

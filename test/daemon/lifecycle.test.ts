@@ -1,11 +1,11 @@
 // The daemon as a user meets it: started as a process, spoken to over verified HTTPS.
 import { spawn } from 'node:child_process';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BIN, runCli } from '../helpers/cli.js';
-import { makeDataDir, startDaemon, waitForExit, type TestDaemon } from '../helpers/daemon.js';
+import { initDataDir, makeDataDir, startDaemon, waitForExit, type TestDaemon } from '../helpers/daemon.js';
 import { track } from '../helpers/processes.js';
 
 describe('daemon lifecycle', () => {
@@ -135,19 +135,20 @@ describe('durability and shutdown', () => {
   });
 
   it('refuses to start on a corrupt store and leaves the file untouched', async () => {
-    const daemon = await startDaemon({ keep: true });
-    await daemon.stop();
-    const file = join(daemon.dataDir, 'store.json');
+    // A data directory as init leaves it: the store file is all the daemon reads first.
+    const dataDir = await makeDataDir();
+    await initDataDir(dataDir);
+    const file = join(dataDir, 'store.json');
     const garbage = '{"schema_version": 1, "users": [ {"id": 1,';
     await writeFile(file, garbage);
-    const proc = track(spawn(process.execPath, [BIN, 'daemon', 'start', '--foreground', '--port', '0', '--data-dir', daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const proc = track(spawn(process.execPath, [BIN, 'daemon', 'start', '--foreground', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] }));
     let stderr = '';
     proc.stderr!.on('data', (chunk) => (stderr += chunk));
     expect(await waitForExit(proc)).toBe(1);
     expect(stderr).toContain(file);
     expect(stderr).toMatch(/not valid JSON/);
     expect(await readFile(file, 'utf8')).toBe(garbage);
-    await daemon.dispose();
+    await rm(dataDir, { recursive: true, force: true });
   });
 
   it('starts detached, reports URL and pid, and stops through the CLI', async () => {

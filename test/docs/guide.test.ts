@@ -1,7 +1,8 @@
 // The integrator guide (docs/integrators.md) against the code: its error table is the error
 // registry, its event table the catalogue, its limits the default settings, its code blocks
-// are the example files verbatim, and those example receivers really accept signed
-// deliveries, deduplicate them and refuse bad signatures with 403.
+// are the example files verbatim, and those example receivers (real processes) really accept
+// signed deliveries from the dispatcher (of the in-process app), deduplicate them and refuse bad
+// signatures with 403.
 import { spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -13,7 +14,7 @@ import { exampleDelivery } from '../../src/daemon/docs/webhooks.js';
 import { API_ERRORS } from '../../src/shared/errors.js';
 import { EVENT_CATALOGUE, eventType } from '../../src/shared/events.js';
 import { DEFAULT_SETTINGS } from '../../src/shared/settings.js';
-import { startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { track } from '../helpers/processes.js';
 import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
 
@@ -171,7 +172,7 @@ describe('example webhook receivers', () => {
 });
 
 describe('example webhook receivers take real deliveries from the daemon', () => {
-  let daemon: TestDaemon;
+  let daemon: TestApp;
   let admin: string;
   let tls: ReceiverTls;
   let tlsDir: string;
@@ -183,10 +184,11 @@ describe('example webhook receivers take real deliveries from the daemon', () =>
     tlsEnv = { TLS_CERT: join(tlsDir, 'cert.pem'), TLS_KEY: join(tlsDir, 'key.pem') };
     await writeFile(tlsEnv.TLS_CERT, tls.cert);
     await writeFile(tlsEnv.TLS_KEY, tls.key, { mode: 0o600 });
-    ({ daemon, admin } = await startLoggedIn({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } }));
+    daemon = await buildTestApp({ allowPrivateWebhooks: true, webhookCa: [tls.cert] });
+    admin = await daemon.login();
   }, 60_000);
   afterAll(async () => {
-    await daemon?.dispose();
+    await daemon?.close();
     await tls?.dispose();
     if (tlsDir) await rm(tlsDir, { recursive: true, force: true });
   });

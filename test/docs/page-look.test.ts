@@ -1,7 +1,7 @@
-// How /api/docs looks in a real browser (headless Chromium via playwright-core): the top bar
-// shows the panelctl mark (not fastify's), every code chip of the error table stays whole and
-// inside its own cell at a wide and a narrow window, and no operation summary shows a raw
-// backtick. Screenshots of the top bar and the error table are taken and checked, and kept in
+// How /api/docs looks in a real browser (headless Chromium via playwright-core, the page served
+// by the in-process app on loopback): the top bar shows the panelctl mark (not fastify's), every
+// code chip of the error table stays whole and inside its own cell at a wide and a narrow window,
+// and no operation summary shows a raw backtick. Screenshots of the top bar and the error table are taken and checked, and kept in
 // PANELCTL_SCREENSHOT_DIR when set (to look at). Skipped with a message without Chromium.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 
 const CHROMIUM = process.env.PANELCTL_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -40,12 +40,15 @@ function pngSize(png: Buffer): { width: number; height: number } {
 }
 
 describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () => {
-  let daemon: TestDaemon;
+  let daemon: TestApp;
+  /** Where the app listens: loopback, plain HTTP (the page is the point here, not TLS). */
+  let base: string;
   let browser: Browser;
   let shots: string;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
+    daemon = await buildTestApp();
+    base = await daemon.listen();
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'], timeout: 60_000 });
     shots = process.env.PANELCTL_SCREENSHOT_DIR ?? (await mkdtemp(join(tmpdir(), 'panelctl-shots-')));
     await mkdir(shots, { recursive: true });
@@ -53,13 +56,13 @@ describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () 
 
   afterAll(async () => {
     await browser?.close().catch(() => undefined);
-    await daemon?.dispose();
+    await daemon?.close();
     if (shots && !process.env.PANELCTL_SCREENSHOT_DIR) await rm(shots, { recursive: true, force: true });
   });
 
   async function open(width: number): Promise<Page> {
     const page = await browser.newPage({ ignoreHTTPSErrors: true, viewport: { width, height: 900 } });
-    await page.goto(`${daemon.url}/api/docs`, { waitUntil: 'load', timeout: 30_000 });
+    await page.goto(`${base}/api/docs`, { waitUntil: 'load', timeout: 30_000 });
     await page.locator('.swagger-ui .info .title').waitFor({ timeout: 30_000 });
     await page.locator('.swagger-ui .info table').first().waitFor();
     return page;

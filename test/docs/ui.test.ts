@@ -1,6 +1,7 @@
 // The interactive reference in a real browser: headless Chromium (Debian's package) driven by
-// playwright-core loads /api/docs, authorizes through the page with an API key (X-API-Key) and
-// with a JWT (Bearer), and runs "Try it out" → Execute on GET /auth/me: the page shows 200.
+// playwright-core loads /api/docs from the in-process app (listening on loopback), authorizes
+// through the page with an API key (X-API-Key) and with a JWT (Bearer), and runs "Try it out" →
+// Execute on GET /auth/me: the page shows 200.
 // Skipped with a message when Chromium is not installed (.ci/run installs it).
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -8,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_EMAIL, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_EMAIL } from '../helpers/daemon.js';
 
 const CHROMIUM = process.env.PANELCTL_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -26,25 +28,26 @@ const FLAGS = [
 ];
 
 describe.skipIf(!haveChromium)('/api/docs in headless Chromium', () => {
-  let daemon: TestDaemon;
+  let daemon: TestApp;
+  /** Where the app listens: loopback, plain HTTP (the page is the point here, not TLS). */
+  let base: string;
   let apiKey: string;
   let profile: string;
   let context: BrowserContext;
   let page: Page;
 
   beforeAll(async () => {
-    daemon = await startDaemon();
+    daemon = await buildTestApp();
+    base = await daemon.listen();
     const created = await daemon.request('POST', '/auth/api-keys', { token: await daemon.login(), body: { name: 'docs page test' } });
     expect(created.status).toBe(201);
     apiKey = created.body.data.key;
     profile = await mkdtemp(join(tmpdir(), 'panelctl-chromium-'));
-    // A fresh profile (launchPersistentContext passes it as --user-data-dir). The daemon keeps
-    // its self-signed certificate; only this browser context accepts it.
+    // A fresh profile (launchPersistentContext passes it as --user-data-dir).
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
       args: FLAGS,
-      ignoreHTTPSErrors: true,
       timeout: 60_000,
     });
     page = context.pages()[0] ?? (await context.newPage());
@@ -52,7 +55,7 @@ describe.skipIf(!haveChromium)('/api/docs in headless Chromium', () => {
 
   afterAll(async () => {
     await context?.close().catch(() => undefined);
-    await daemon?.dispose();
+    await daemon?.close();
     if (profile) await rm(profile, { recursive: true, force: true });
   });
 
@@ -98,9 +101,9 @@ describe.skipIf(!haveChromium)('/api/docs in headless Chromium', () => {
   it('loads the reference from the daemon itself', async () => {
     const external: string[] = [];
     page.on('request', (request) => {
-      if (!request.url().startsWith(daemon.url) && !request.url().startsWith('data:')) external.push(request.url());
+      if (!request.url().startsWith(base) && !request.url().startsWith('data:')) external.push(request.url());
     });
-    await page.goto(`${daemon.url}/api/docs`, { waitUntil: 'load', timeout: 30_000 });
+    await page.goto(`${base}/api/docs`, { waitUntil: 'load', timeout: 30_000 });
     await expect.poll(() => page.locator('.swagger-ui .info .title').textContent(), { timeout: 30_000 }).toContain('panelctl');
     await page.locator('#operations-auth-get_auth_me').waitFor();
     expect(await page.locator('.opblock-tag-section').count()).toBeGreaterThanOrEqual(4);

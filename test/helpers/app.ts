@@ -36,6 +36,19 @@ export function testClock(start?: number): TestClock {
   };
 }
 
+/**
+ * A clock that stands still until the test moves it: for rules checked to the second (a lock's
+ * remaining seconds, a window's reset header), which a flowing clock would blur.
+ */
+export function fixedClock(start: number): TestClock {
+  let now = start;
+  return {
+    now: () => now,
+    advance: (ms) => void (now += ms),
+    set: (epochMs) => void (now = epochMs),
+  };
+}
+
 export interface TestAppOptions {
   /** Settings applied through the admin API before the app is handed over (e.g. limits raised). */
   settings?: Record<string, unknown>;
@@ -45,6 +58,8 @@ export interface TestAppOptions {
   allowPrivateWebhooks?: boolean;
   /** CA certificates (PEM) webhook receivers are trusted with, as the daemon's NODE_EXTRA_CA_CERTS. */
   webhookCa?: string[];
+  /** A PostgreSQL database to initialise and run on, whatever the run's store. */
+  databaseUrl?: string;
   /** Reopen this data directory (and database) instead of making new ones: see restart(). */
   reopen?: { dir: string; databaseUrl?: string; jwtSecret: Uint8Array };
 }
@@ -100,7 +115,7 @@ export interface TestApp {
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock ?? testClock();
   const dir = options.reopen?.dir ?? (await mkdtemp(join(tmpdir(), 'panelctl-app-')));
-  const databaseUrl = options.reopen ? options.reopen.databaseUrl : await testDatabaseFor(dir);
+  const databaseUrl = options.reopen ? options.reopen.databaseUrl : (options.databaseUrl ?? (await testDatabaseFor(dir)));
   const store = await openStore({ dataDir: dir, databaseUrl, create: !options.reopen });
   let jwtSecret = options.reopen?.jwtSecret;
   let adminId = 0;

@@ -1,38 +1,28 @@
 // The per-account limit on second-factor guesses, with the app built in-process (app.inject, whose
-// `remoteAddress` gives each request its source address) on a real JSON store and a clock the
-// test moves: 100 wrong codes from 25 addresses evaluate at most `totp_max_failures`, the right
-// code is refused while locked, and the lock ends after `totp_lockout_minutes`, by an unlock, or
-// survives a restart. Codes come from otplib at the daemon's time.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+// `remoteAddress` gives each request its source address) on the run's store (JSON, or PostgreSQL
+// in the postgres project) and a clock that stands still until the test moves it: 100 wrong codes
+// from 25 addresses evaluate at most `totp_max_failures`, the right code is refused while locked,
+// and the lock ends after `totp_lockout_minutes`, by an unlock, or survives a restart. Codes come
+// from otplib at the daemon's time.
 import { authenticator } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/daemon/app.js';
-import { hashPassword } from '../../src/daemon/auth/password.js';
-import { layout } from '../../src/shared/paths.js';
-import { openStore } from '../../src/store/factory.js';
-import type { Store } from '../../src/store/store.js';
+import { buildTestApp, fixedClock, type TestApp } from '../helpers/app.js';
 
 const START = Date.parse('2030-04-01T10:00:00Z');
 const PASSWORD = 'totp-lock-password-1';
 const SECRET = authenticator.generateSecret(20);
-const JWT_SECRET = new TextEncoder().encode('totp-lockout-test-secret-0123456789');
 
 describe('second-factor guesses limited per account', () => {
-  let dir: string;
-  let store: Store;
-  let app: FastifyInstance;
-  let now = START;
+  let t: TestApp;
+  const clock = fixedClock(START);
   let adminJwt: string;
 
   /** The code otplib gives for the daemon's current time, and one certainly wrong for it. */
-  const rightCode = () => authenticator.clone({ epoch: now }).generate(SECRET);
+  const rightCode = () => authenticator.clone({ epoch: clock.now() }).generate(SECRET);
   const wrongCode = () => String((Number(rightCode()) + 500_000) % 1_000_000).padStart(6, '0');
 
   const login = async (email: string, totpCode: string | undefined, address: string) => {
-    const response = await app.inject({
+    const response = await t.app.inject({
       method: 'POST',
       url: '/api/v1/auth/login',
       remoteAddress: address,
@@ -41,52 +31,28 @@ describe('second-factor guesses limited per account', () => {
     return { status: response.statusCode, headers: response.headers, body: response.json() };
   };
   const unlock = async (body: object) => {
-    const response = await app.inject({ method: 'POST', url: '/api/v1/admin/unlock', headers: { authorization: `Bearer ${adminJwt}` }, payload: body });
+    const response = await t.app.inject({ method: 'POST', url: '/api/v1/admin/unlock', headers: { authorization: `Bearer ${adminJwt}` }, payload: body });
     return { status: response.statusCode, body: response.json() };
-  };
-  const open = async () => {
-    app = await buildApp({ store, paths: layout(dir), jwtSecret: JWT_SECRET, clock: () => now });
-    await app.ready();
   };
 
   /** Each code is for a later time step than the last accepted one (a code is used once). */
-  const nextStep = () => {
-    now += 30_000;
-  };
+  const nextStep = () => clock.advance(30_000);
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'panelctl-totp-lock-'));
-    store = await openStore({ dataDir: dir, create: true });
-    const iso = new Date(START).toISOString();
-    for (const [email, role, twoFactor] of [
-      ['admin@totp.test', 'admin', false],
-      ['victim@totp.test', 'customer', true],
-      ['other@totp.test', 'customer', true],
-    ] as const) {
-      await store.users.insert({
-        email,
-        name: email,
-        role,
-        password_hash: await hashPassword(PASSWORD),
-        totp_secret: twoFactor ? SECRET : null,
-        totp_pending_secret: null,
-        two_factor_enabled: twoFactor,
-        totp_last_step: null,
-        created_at: iso,
-        updated_at: iso,
-      });
+    t = await buildTestApp({ clock });
+    await t.addUser('admin@totp.test', 'admin', PASSWORD);
+    for (const email of ['victim@totp.test', 'other@totp.test']) {
+      const user = await t.addUser(email, 'customer', PASSWORD);
+      await t.store.users.update(user.id, { totp_secret: SECRET, two_factor_enabled: true });
     }
-    await open();
     adminJwt = (await login('admin@totp.test', undefined, '127.0.0.1')).body.data.token;
   });
   afterAll(async () => {
-    await app?.close();
-    await store?.close();
-    await rm(dir, { recursive: true, force: true });
+    await t?.close();
   });
 
   it('has the documented defaults', () => {
-    expect(app.settings.current()).toMatchObject({ totp_max_failures: 10, totp_lockout_minutes: 15 });
+    expect(t.app.settings.current()).toMatchObject({ totp_max_failures: 10, totp_lockout_minutes: 15 });
   });
 
   it('evaluates at most 10 of 100 wrong codes from 25 addresses; the rest, and then the right code, get 429', async () => {
@@ -111,11 +77,11 @@ describe('second-factor guesses limited per account', () => {
     // The lock is the account's: another account with the same password and code is not affected.
     expect((await login('other@totp.test', rightCode(), '10.0.0.1')).status).toBe(200);
 
-    now += 15 * 60_000 - 1_000;
+    clock.advance(15 * 60_000 - 1_000);
     const almost = await login('victim@totp.test', rightCode(), '10.0.1.2');
     expect(almost.status).toBe(429);
     expect(almost.body.data).toEqual({ remaining_seconds: 1 });
-    now += 1_000;
+    clock.advance(1_000);
     expect((await login('victim@totp.test', rightCode(), '10.0.1.2')).status).toBe(200);
   });
 
@@ -132,10 +98,7 @@ describe('second-factor guesses limited per account', () => {
 
   it('stays locked across a restart, and an admin unlock of the account ends it', async () => {
     // Still locked from the test before.
-    await app.close();
-    await store.close();
-    store = await openStore({ dataDir: dir });
-    await open();
+    t = await t.restart();
     expect((await login('victim@totp.test', rightCode(), '10.0.4.1')).status).toBe(429);
 
     const unknown = await unlock({ email: 'nobody@totp.test' });
@@ -150,7 +113,7 @@ describe('second-factor guesses limited per account', () => {
     nextStep();
     const jwt = (await login('other@totp.test', rightCode(), '10.0.5.1')).body.data.token as string;
     const disable = (code: string) =>
-      app.inject({ method: 'POST', url: '/api/v1/auth/2fa/disable', headers: { authorization: `Bearer ${jwt}` }, payload: { totp_code: code } });
+      t.app.inject({ method: 'POST', url: '/api/v1/auth/2fa/disable', headers: { authorization: `Bearer ${jwt}` }, payload: { totp_code: code } });
     nextStep();
     for (let i = 0; i < 10; i++) expect((await disable(wrongCode())).statusCode).toBe(401);
     const locked = await disable(rightCode());
@@ -164,12 +127,12 @@ describe('second-factor guesses limited per account', () => {
   });
 
   it('is off with totp_max_failures 0', async () => {
-    await app.settings.update({ totp_max_failures: 0 });
-    const user = await store.users.byEmail('victim@totp.test');
+    await t.app.settings.update({ totp_max_failures: 0 });
+    const user = await t.store.users.byEmail('victim@totp.test');
     nextStep();
     for (let i = 0; i < 12; i++) expect((await login('victim@totp.test', wrongCode(), `10.0.6.${i + 1}`)).status).toBe(401);
     expect((await login('victim@totp.test', rightCode(), '10.0.6.100')).status).toBe(200);
     expect(user?.two_factor_enabled).toBe(true);
-    await app.settings.update({ totp_max_failures: 10 });
+    await t.app.settings.update({ totp_max_failures: 10 });
   });
 });

@@ -1,4 +1,4 @@
-// Crash loop with events: 20 rounds of SIGKILL at a random moment while 16 writers create
+// Crash loop with events: 8 rounds of SIGKILL at a random moment while 16 writers create
 // sites, each emitting site.created to a real HTTPS receiver. Nothing may leave the daemon
 // before the change that made it is durable, and nothing acknowledged may be lost: after the
 // last restart every site answered 201 is in the store and its event was delivered (0 lost),
@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listAll, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
-const ROUNDS = Number(process.env.CRASH_EVENT_ROUNDS ?? 20);
+// Each round is a daemon start; an acknowledgement that runs ahead of its journal line is lost in
+// the first round already. CRASH_EVENT_ROUNDS raises the count for a longer hunt.
+const ROUNDS = Number(process.env.CRASH_EVENT_ROUNDS ?? 8);
 const WRITERS = 16;
 
 let daemon: TestDaemon;
