@@ -3,7 +3,7 @@
 // and one warn line per failed attempt in the daemon's log.
 import { createServer as createPlainServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebhookSender } from '../../src/daemon/dispatcher/sender.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { customer, endpoint, publish, startWorld, waitForEntries, type World } from './fixtures.js';
@@ -141,9 +141,8 @@ describe('failure reasons in a real daemon', () => {
     const entries = await waitForEntries(world, alice.token, id, 2);
     expect(entries.map((e) => e.reason)).toEqual(['HTTP 500', 'HTTP 500']);
     const deliveryId = entries[0].delivery_id;
-    const deadline = Date.now() + 10_000;
     const warnLines = () => world.daemon.output().split('\n').filter((line) => line.includes('webhook attempt failed') && line.includes(deliveryId));
-    while (warnLines().length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    await vi.waitFor(() => expect(warnLines().length).toBeGreaterThanOrEqual(2), { timeout: 10_000, interval: 50 });
     expect(warnLines()).toHaveLength(2);
     expect(warnLines()[0]).toContain('HTTP 500');
     expect(warnLines()[0]).toContain(`endpoint ${id}`);

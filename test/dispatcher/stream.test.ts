@@ -2,7 +2,7 @@
 // engine: new entries arrive, scoped to the caller (admins: all), narrowed by endpoint_id.
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries } from '../../src/cli/stream/deliveries.js';
 import type { DeliveryLogEntry } from '../../src/store/types.js';
@@ -29,11 +29,12 @@ function follow(world: World, token: string, endpointId?: number) {
     states,
     ready,
     async until(count: number, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (received.length < count) {
-        if (Date.now() > deadline) throw new Error(`stream got ${received.length} of ${count} entries`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await vi.waitFor(
+        () => {
+          if (received.length < count) throw new Error(`stream got ${received.length} of ${count} entries`);
+        },
+        { timeout: timeoutMs, interval: 50 },
+      );
       return received;
     },
     async stop() {
@@ -110,14 +111,9 @@ describe('the delivery stream', () => {
     await streamA.until(2);
     await streamB.until(1);
     await streamA2.until(1);
-    const adminSeen = await (async () => {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const mine = streamAdmin.received.filter((e) => [a1, a2, b1].includes(e.endpoint_id));
-        if (mine.length >= 3 || Date.now() > deadline) return mine;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    })();
+    const adminSees = () => streamAdmin.received.filter((e) => [a1, a2, b1].includes(e.endpoint_id));
+    await vi.waitFor(() => expect(adminSees().length).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 50 });
+    const adminSeen = adminSees();
 
     // Markers, one per customer, sent after the first entries were streamed: once they are in,
     // anything leaked from the other customer's events would have come before them.
