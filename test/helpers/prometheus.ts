@@ -7,6 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { vi } from 'vitest';
 import { track } from './processes.js';
 
 /** Why Prometheus cannot be used here, or null when `prometheus` and `promtool` are on the PATH. */
@@ -99,21 +100,19 @@ export async function startPrometheus(targets: string[]): Promise<PrometheusServ
     },
   };
   // Ready once its API answers (it reads its config and opens its database first).
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`prometheus exited with ${proc.exitCode}: ${output}`);
-    try {
-      const ready = await request(`${url}/-/ready`);
-      await ready.body.text();
-      if (ready.statusCode === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await server.stop();
-      throw new Error(`prometheus did not become ready: ${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  try {
+    await vi.waitFor(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`prometheus exited with ${proc.exitCode}: ${output}`);
+        const ready = await request(`${url}/-/ready`);
+        await ready.body.text();
+        if (ready.statusCode !== 200) throw new Error(`prometheus answered ${ready.statusCode}`);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+  } catch (error) {
+    await server.stop();
+    throw new Error(`prometheus did not become ready (${(error as Error).message}): ${output}`);
   }
   return server;
 }
