@@ -36,6 +36,7 @@ export interface EndpointInput {
   secret?: string;
   events?: string;
   active?: boolean;
+  max_in_flight?: number;
 }
 
 export async function endpoint(world: World, token: string, input: EndpointInput): Promise<number> {
