@@ -11,6 +11,7 @@
 // are what every request or every attempt writes; a crash may lose the newest of them, and what
 // it loses is either worth nothing after it or made good by an attempt made again
 // (at-least-once delivery: receivers deduplicate by X-Webhook-Delivery).
+import { payloadBody } from '../shared/events.js';
 import type { Settings, SettingsPatch } from '../shared/settings.js';
 import type {
   ApiKeyRecord,
@@ -80,6 +81,12 @@ export interface SubscriptionsRepository {
    * customer's other subscriptions lose the mark in the same transaction.
    */
   insert(record: NewRecord<SubscriptionRecord>): Promise<SubscriptionRecord>;
+  /**
+   * `insert` and the subscription's event (`event`, owned by the customer) in one step: both
+   * commit, or neither does. One round trip on PostgreSQL outside a transaction. Conflicts as
+   * for insert.
+   */
+  create(record: NewRecord<SubscriptionRecord>, event: CreatedEvent): Promise<SubscriptionRecord>;
   update(id: number, patch: Partial<Pick<SubscriptionRecord, 'status' | 'updated_at'>>): Promise<SubscriptionRecord | undefined>;
   /** Removes the subscription with its sites. */
   remove(id: number): Promise<SubscriptionRecord | undefined>;
@@ -97,7 +104,71 @@ export interface SitesRepository {
    * another customer's subscription), `subscriptions.missing` (the subscription does not exist).
    */
   insert(record: NewRecord<SiteRecord>): Promise<SiteRecord>;
+  /**
+   * A site made the way `POST /sites` makes it, with its event (`event`, owned by the
+   * subscription's customer), in one step: the subscription chosen and checked, the site
+   * inserted under the domain rule and the event published commit together, or nothing does.
+   * One round trip on PostgreSQL outside a transaction (a write a route hands over whole, so it
+   * costs no BEGIN, reads or COMMIT of its own). Conflicts: those of `insert`, and
+   * `subscriptions.forbidden` (the named subscription is another customer's),
+   * `subscriptions.none` (no subscription named and the customer has none),
+   * `subscriptions.inactive` (the subscription is not active; the message says which and why).
+   */
+  create(site: NewSite, event: CreatedEvent): Promise<SiteRecord>;
   remove(id: number): Promise<SiteRecord | undefined>;
+}
+
+/** A site for `SitesRepository.create`. */
+export interface NewSite {
+  /** The subscription to create it in; absent: the customer's default (see `defaultFor`). */
+  subscription_id?: number;
+  /**
+   * The customer it is made for: only their own subscription is taken, and theirs is the
+   * default. Null: an admin, who may name any subscription (and must name one).
+   */
+  customer_id: number | null;
+  domain: string;
+  created_at: string;
+}
+
+/**
+ * The event a `create` publishes about the record it makes, stamped by the caller. Its data is
+ * the new record's id under `idKey`, then the fields of `data`; its deliveries carry
+ * `payloadBody` of them, as `outbox.publish` would queue them.
+ */
+export interface CreatedEvent {
+  id: string;
+  event: string;
+  timestamp: string;
+  /** When the deliveries fall due (epoch ms). */
+  next_attempt_at: number;
+  idKey: string;
+  data: Record<string, unknown>;
+}
+
+/** The event record and delivery template of `event` once its record's id is known. */
+export function createdEvent(event: CreatedEvent, ownerId: number, recordId: number): { record: EventRecord; template: DeliveryTemplate } {
+  const data = { [event.idKey]: recordId, ...withoutKey(event.data, event.idKey) };
+  return {
+    record: { id: event.id, event: event.event, owner_id: ownerId, data, timestamp: event.timestamp },
+    template: { body: payloadBody(event.event, event.timestamp, data), next_attempt_at: event.next_attempt_at, created_at: event.timestamp },
+  };
+}
+
+/**
+ * `createdEvent`'s payload bytes split around the record's id, for a backend that learns the id
+ * only where it inserts (PostgreSQL): `head + id + tail` is the body `createdEvent` makes.
+ */
+export function createdEventBodyParts(event: CreatedEvent): { head: string; tail: string } {
+  const rest = JSON.stringify(withoutKey(event.data, event.idKey));
+  const head = `{"event":${JSON.stringify(event.event)},"timestamp":${JSON.stringify(event.timestamp)},"data":{${JSON.stringify(event.idKey)}:`;
+  return { head, tail: `${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}}` };
+}
+
+function withoutKey(data: Record<string, unknown>, key: string): Record<string, unknown> {
+  if (!Object.hasOwn(data, key)) return data;
+  const { [key]: _dropped, ...rest } = data;
+  return rest;
 }
 
 /** A stretch of a list in id order: the records past `after`, at most `limit` of them (default: all). */
@@ -509,7 +580,8 @@ export class StoreError extends Error {
 /**
  * A write broke one of the store's rules (a unique key, a reference). `constraint` names it:
  * `users.email`, `sites.domain`, `subscriptions.main_domain`, `domains.owner`,
- * `subscriptions.missing`, `users.customer`.
+ * `subscriptions.missing`, `users.customer`, and `sites.create`'s `subscriptions.forbidden`,
+ * `subscriptions.none`, `subscriptions.inactive`.
  */
 export class StoreConflictError extends StoreError {
   constructor(
