@@ -15,7 +15,7 @@ describe('sources in-process', () => {
 
   const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: object) =>
     app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, payload }).then((r) => ({ status: r.statusCode, body: r.json() }));
-  /** Every event queued through a transaction fails as on a full disk; the transaction rolls back. */
+  /** Every event queued fails as on a full disk; the write it belongs to rolls back. */
   const failOutbox = () => {
     const original = store.transaction.bind(store);
     const failing = (tx: Repositories): Repositories =>
@@ -33,7 +33,26 @@ describe('sources in-process', () => {
         },
       });
     (store as { transaction: Store['transaction'] }).transaction = (fn) => original((tx) => fn(failing(tx)));
-    return () => void ((store as { transaction: Store['transaction'] }).transaction = original);
+    // A create takes the whole write with its event in one store call: it is made, then its
+    // commit fails, as the event's queueing failing would fail it (the store undoes it whole).
+    const { sites, subscriptions } = store;
+    const creates = { site: sites.create, subscription: subscriptions.create };
+    const unwritable = () => new StoreUnavailableError('the store could not write');
+    sites.create = (site, event) =>
+      original(async (tx) => {
+        await tx.sites.create(site, event);
+        throw unwritable();
+      });
+    subscriptions.create = (record, event) =>
+      original(async (tx) => {
+        await tx.subscriptions.create(record, event);
+        throw unwritable();
+      });
+    return () => {
+      (store as { transaction: Store['transaction'] }).transaction = original;
+      sites.create = creates.site;
+      subscriptions.create = creates.subscription;
+    };
   };
 
   beforeEach(async () => {
