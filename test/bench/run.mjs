@@ -10,7 +10,7 @@ import { request, Agent } from 'undici';
 import { benchBacklog } from './backlog.mjs';
 import { benchLogPostgres, benchWebhooksLarge } from './logs.mjs';
 import { benchMatching } from './matching.mjs';
-import { benchDispatchPostgres, benchScaleOutPostgres, benchWritesPostgres, makePgDataDir, withCluster } from './postgres.mjs';
+import { benchDispatchPostgres, benchScaleOutPostgres, benchWritesPostgres, benchWritesVsPool, makePgDataDir, withCluster } from './postgres.mjs';
 import { createDatabase, socketUrlOf } from '../helpers/postgres.ts';
 import { WRITE_CLIENTS, benchWritesJson } from './writes.mjs';
 import { ADMIN_PASSWORD, BIN, ROOT, client, cpuSeconds, login, makeDataDir, median, peakRssMb, pool, sign, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
@@ -542,7 +542,7 @@ function fmt(n, digits = 0) {
 const HAND_WRITTEN = '<!-- Written by hand below this line: `npm run bench` keeps it. -->';
 
 async function report() {
-  const { api, apiLog, apiLogPostgres, webhooksLarge, apiPostgres, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog, matching, matchingPostgres, metrics } = results;
+  const { api, apiLog, apiLogPostgres, webhooksLarge, apiPostgres, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, pgWrites, backlog, matching, matchingPostgres, metrics } = results;
   const byStore = (store, sites) => (store === 'json' ? writes : postgres.writes).find((w) => w.sites === sites);
   const jsonAt = (sites) => byStore('json', sites);
   const pgFlat = postgres.writesFlat;
@@ -569,6 +569,7 @@ async function report() {
     ['PostgreSQL: the same over TCP loopback (deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.oneTcp)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.tcpVsJson, 2)} (${postgres.dispatch.tcpVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
     [`PostgreSQL: two daemons vs one on one database (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.dispatch.two)} vs ${fmt(postgres.dispatch.one)}`, `${fmt(postgres.dispatch.ratio, 2)} (${postgres.dispatch.ratioRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 1.30', postgres.dispatch.ratio >= 1.3],
     [`PostgreSQL: the same with receivers answering in ${postgres.scaleOut.delayMs} ms (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.scaleOut.two)} vs ${fmt(postgres.scaleOut.one)}`, `${fmt(postgres.scaleOut.ratio, 2)} (${postgres.scaleOut.ratioRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
+    [`PostgreSQL: POST /sites, ${WRITE_CLIENTS} clients, vs a plain pg pool of ${WRITE_CLIENTS} making the same inserts in one transaction each (1,000 sites; durable writes/s, median of ${pgWrites.rounds.length} alternating rounds; per daemon write: ${fmt(pgWrites.statementsPerWrite, 1)} statements (pg_stat_statements), ${fmt(pgWrites.cpuMicrosPerWrite)} µs daemon CPU)`, `${fmt(pgWrites.daemon)} vs ${fmt(pgWrites.pool)}`, `${fmt(pgWrites.ratio, 2)} (${pgWrites.ratioRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.80', pgWrites.ratio >= 0.8],
     ['PostgreSQL: POST /sites writes at 50,000 sites vs at 1,000 (flat cost, durable writes/s, median of alternating rounds)', `${fmt(byStore('postgres', 50_000).writes)} vs ${fmt(byStore('postgres', 1_000).writes)}`, `${fmt(pgFlat, 2)} (${postgres.writesFlatRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.80', pgFlat >= 0.8],
     [`Backlog: ${fmt(backlog.pending)} pending deliveries, daemon peak RSS (MB)`, fmt(backlog.rss), '', '< 400', backlog.rss < 400],
     [`Backlog: ${fmt(backlog.pending)} pending deliveries, restart to healthy (s)`, fmt(backlog.startSeconds, 1), '', '< 3', backlog.startSeconds < 3],
@@ -724,6 +725,7 @@ await stage('postgres', async () =>
     scaleOut: await benchScaleOutPostgres(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 5, delayMs: SLOW_RECEIVER_MS, log, settings: BENCH_SETTINGS }),
   }))),
 );
+await stage('pgWrites', async () => (results.pgWrites = await benchWritesVsPool({ seconds: QUICK ? 6 : 20, rounds: QUICK ? 3 : 7, log, settings: BENCH_SETTINGS })));
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
 // Delivery logs on PostgreSQL and GET /webhooks?limit=100 with 10,000 endpoints (both stores).
 await stage('logs', async () =>
