@@ -86,8 +86,15 @@ export interface SubscriptionsRepository {
    * commit, or neither does. One round trip on PostgreSQL outside a transaction. Conflicts as
    * for insert.
    */
-  create(record: NewRecord<SubscriptionRecord>, event: CreatedEvent): Promise<SubscriptionRecord>;
+  create(record: NewRecord<SubscriptionRecord>, event: RecordEvent): Promise<SubscriptionRecord>;
   update(id: number, patch: Partial<Pick<SubscriptionRecord, 'status' | 'updated_at'>>): Promise<SubscriptionRecord | undefined>;
+  /**
+   * Gives the subscription `status` with its event (`event`, owned by the customer) in one step,
+   * as `update` with the event published: both commit, or neither does (one round trip on
+   * PostgreSQL outside a transaction). Conflicts: `subscriptions.missing`, `subscriptions.status`
+   * (it has that status already, however many ask at once: nothing is changed or published).
+   */
+  setStatus(id: number, status: SubscriptionRecord['status'], updatedAt: string, event: RecordEvent): Promise<SubscriptionRecord>;
   /** Removes the subscription with its sites. */
   remove(id: number): Promise<SubscriptionRecord | undefined>;
 }
@@ -114,8 +121,16 @@ export interface SitesRepository {
    * `subscriptions.none` (no subscription named and the customer has none),
    * `subscriptions.inactive` (the subscription is not active; the message says which and why).
    */
-  create(site: NewSite, event: CreatedEvent): Promise<SiteRecord>;
+  create(site: NewSite, event: RecordEvent): Promise<SiteRecord>;
   remove(id: number): Promise<SiteRecord | undefined>;
+  /**
+   * `remove` as `DELETE /sites/:id` makes it, with its event (`event`, owned by the site's
+   * customer), in one step: both commit, or neither does (one round trip on PostgreSQL outside a
+   * transaction). Answers the removed site. Conflicts: `sites.missing` (no such site, or removed
+   * meanwhile), `sites.forbidden` (the site of another customer than `customerId`; null: an
+   * admin, who may remove any).
+   */
+  delete(id: number, customerId: number | null, event: RecordEvent): Promise<SiteRecord>;
 }
 
 /** A site for `SitesRepository.create`. */
@@ -132,11 +147,12 @@ export interface NewSite {
 }
 
 /**
- * The event a `create` publishes about the record it makes, stamped by the caller. Its data is
- * the new record's id under `idKey`, then the fields of `data`; its deliveries carry
- * `payloadBody` of them, as `outbox.publish` would queue them.
+ * The event a write publishes about the record it creates, changes or removes, stamped by the
+ * caller, in the write's own step. Its data is the record's id under `idKey`, then the fields of
+ * `data`, then the record's own `fields` (as written or removed, under their names); its
+ * deliveries carry `payloadBody` of them, as `outbox.publish` would queue them.
  */
-export interface CreatedEvent {
+export interface RecordEvent {
   id: string;
   event: string;
   timestamp: string;
@@ -144,11 +160,18 @@ export interface CreatedEvent {
   next_attempt_at: number;
   idKey: string;
   data: Record<string, unknown>;
+  /** Fields of the record (string-valued) that go into the data after `data`'s. */
+  fields?: readonly string[];
 }
 
-/** The event record and delivery template of `event` once its record's id is known. */
-export function createdEvent(event: CreatedEvent, ownerId: number, recordId: number): { record: EventRecord; template: DeliveryTemplate } {
-  const data = { [event.idKey]: recordId, ...withoutKey(event.data, event.idKey) };
+/** The event record and delivery template of `event` about `record` (owned by `ownerId`). */
+export function createdEvent(
+  event: RecordEvent,
+  ownerId: number | null,
+  record: { id: number },
+): { record: EventRecord; template: DeliveryTemplate } {
+  const data: Record<string, unknown> = { [event.idKey]: record.id, ...withoutKey(event.data, event.idKey) };
+  for (const field of event.fields ?? []) data[field] = (record as unknown as Record<string, unknown>)[field];
   return {
     record: { id: event.id, event: event.event, owner_id: ownerId, data, timestamp: event.timestamp },
     template: { body: payloadBody(event.event, event.timestamp, data), next_attempt_at: event.next_attempt_at, created_at: event.timestamp },
@@ -156,13 +179,14 @@ export function createdEvent(event: CreatedEvent, ownerId: number, recordId: num
 }
 
 /**
- * `createdEvent`'s payload bytes split around the record's id, for a backend that learns the id
- * only where it inserts (PostgreSQL): `head + id + tail` is the body `createdEvent` makes.
+ * `createdEvent`'s payload bytes split around what a backend learns only where it writes
+ * (PostgreSQL): `head + id + tail`, with `,"field":<field as JSON>` for each of `fields` before
+ * the tail, is the body `createdEvent` makes (`fields` must not repeat a key of `data`).
  */
-export function createdEventBodyParts(event: CreatedEvent): { head: string; tail: string } {
+export function createdEventBodyParts(event: RecordEvent): { head: string; tail: string } {
   const rest = JSON.stringify(withoutKey(event.data, event.idKey));
   const head = `{"event":${JSON.stringify(event.event)},"timestamp":${JSON.stringify(event.timestamp)},"data":{${JSON.stringify(event.idKey)}:`;
-  return { head, tail: `${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}}` };
+  return { head, tail: `${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}` };
 }
 
 function withoutKey(data: Record<string, unknown>, key: string): Record<string, unknown> {
@@ -581,7 +605,8 @@ export class StoreError extends Error {
  * A write broke one of the store's rules (a unique key, a reference). `constraint` names it:
  * `users.email`, `sites.domain`, `subscriptions.main_domain`, `domains.owner`,
  * `subscriptions.missing`, `users.customer`, and `sites.create`'s `subscriptions.forbidden`,
- * `subscriptions.none`, `subscriptions.inactive`.
+ * `subscriptions.none`, `subscriptions.inactive`, `sites.delete`'s `sites.missing` and
+ * `sites.forbidden`, `subscriptions.setStatus`'s `subscriptions.status`.
  */
 export class StoreConflictError extends StoreError {
   constructor(

@@ -33,25 +33,24 @@ describe('sources in-process', () => {
         },
       });
     (store as { transaction: Store['transaction'] }).transaction = (fn) => original((tx) => fn(failing(tx)));
-    // A create takes the whole write with its event in one store call: it is made, then its
-    // commit fails, as the event's queueing failing would fail it (the store undoes it whole).
+    // A write with its event is one store call: it is made, then its commit fails, as the
+    // event's queueing failing would fail it (the store undoes it whole).
     const { sites, subscriptions } = store;
-    const creates = { site: sites.create, subscription: subscriptions.create };
-    const unwritable = () => new StoreUnavailableError('the store could not write');
-    sites.create = (site, event) =>
+    const writes = { siteCreate: sites.create, siteDelete: sites.delete, subscriptionCreate: subscriptions.create, setStatus: subscriptions.setStatus };
+    /** `write` made in a transaction whose commit then fails. */
+    const committing = <T>(write: (tx: Repositories) => Promise<T>): Promise<T> =>
       original(async (tx) => {
-        await tx.sites.create(site, event);
-        throw unwritable();
+        await write(tx);
+        throw new StoreUnavailableError('the store could not write');
       });
-    subscriptions.create = (record, event) =>
-      original(async (tx) => {
-        await tx.subscriptions.create(record, event);
-        throw unwritable();
-      });
+    sites.create = (site, event) => committing((tx) => tx.sites.create(site, event));
+    sites.delete = (id, customerId, event) => committing((tx) => tx.sites.delete(id, customerId, event));
+    subscriptions.create = (record, event) => committing((tx) => tx.subscriptions.create(record, event));
+    subscriptions.setStatus = (id, status, at, event) => committing((tx) => tx.subscriptions.setStatus(id, status, at, event));
     return () => {
       (store as { transaction: Store['transaction'] }).transaction = original;
-      sites.create = creates.site;
-      subscriptions.create = creates.subscription;
+      Object.assign(sites, { create: writes.siteCreate, delete: writes.siteDelete });
+      Object.assign(subscriptions, { create: writes.subscriptionCreate, setStatus: writes.setStatus });
     };
   };
 

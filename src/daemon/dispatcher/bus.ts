@@ -5,7 +5,7 @@
 // this daemon or another sharing the store) learn of the work from the store's change feed.
 import { randomUUID } from 'node:crypto';
 import { payloadBody } from '../../shared/events.js';
-import type { CreatedEvent, Repositories, Store } from '../../store/store.js';
+import type { RecordEvent, Repositories, Store } from '../../store/store.js';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 
@@ -53,15 +53,16 @@ export class EventBus {
   }
 
   /**
-   * The event a store `create` publishes about its new record, stamped now: its data is the
-   * record's id under `idKey`, then `data`. The store publishes it in the create's own step, so
-   * the record, the event and its deliveries commit together.
+   * The event a store write publishes about its record, stamped now: its data is the record's
+   * id under `idKey`, then `data`, then the record's `fields`. The store publishes it in the
+   * write's own step, so the record, the event and its deliveries commit together.
    * @example
    * const site = await app.store.sites.create(site, app.events.created('site.created', 'site_id', { domain }));
+   * await app.store.sites.delete(id, customerId, app.events.created('site.deleted', 'site_id', {}, ['domain']));
    */
-  created(event: string, idKey: string, data: Record<string, unknown>): CreatedEvent {
+  created(event: string, idKey: string, data: Record<string, unknown>, fields: readonly string[] = []): RecordEvent {
     const now = this.clock();
-    return { id: randomUUID(), event, timestamp: new Date(now).toISOString(), next_attempt_at: now, idKey, data };
+    return { id: randomUUID(), event, timestamp: new Date(now).toISOString(), next_attempt_at: now, idKey, data, fields };
   }
 
   /**

@@ -241,7 +241,7 @@ export class JsonRepositories implements Repositories {
       create: (record, event) =>
         run((w) => {
           const subscription = insertSubscription(w, record);
-          publishIn(w, createdEvent(event, subscription.customer_id, subscription.id));
+          publishIn(w, createdEvent(event, subscription.customer_id, subscription));
           return subscription;
         }),
       update: (id, patch) =>
@@ -250,6 +250,16 @@ export class JsonRepositories implements Repositories {
           if (!current) return undefined;
           const updated = w.put('subscriptions', { ...current, ...patch, id });
           w.change({ kind: 'record', collection: 'subscriptions', id });
+          return updated;
+        }),
+      setStatus: (id, status, updatedAt, event) =>
+        run((w) => {
+          const current = state.subscriptions.get(id);
+          if (!current) throw new StoreConflictError('subscriptions.missing', `subscription ${id} does not exist`);
+          if (current.status === status) throw new StoreConflictError('subscriptions.status', `subscription ${id} is already ${status}`);
+          const updated = w.put('subscriptions', { ...current, status, updated_at: updatedAt, id });
+          w.change({ kind: 'record', collection: 'subscriptions', id });
+          publishIn(w, createdEvent(event, updated.customer_id, updated));
           return updated;
         }),
       remove: (id) => run((w) => removeSubscription(w, id)),
@@ -297,13 +307,25 @@ export class JsonRepositories implements Repositories {
         run((w) => {
           const subscription = siteSubscription(site);
           const record = insertSite(w, { subscription_id: subscription.id, domain: site.domain, created_at: site.created_at });
-          publishIn(w, createdEvent(event, subscription.customer_id, record.id));
+          publishIn(w, createdEvent(event, subscription.customer_id, record));
           return record;
         }),
       remove: (id) =>
         run((w) => {
           const site = w.delete<SiteRecord>('sites', id);
           if (site) w.change({ kind: 'record', collection: 'sites', id });
+          return site;
+        }),
+      delete: (id, customerId, event) =>
+        run((w) => {
+          const site = state.sites.get(id);
+          if (!site) throw new StoreConflictError('sites.missing', `site ${id} does not exist`);
+          // Sites of a deleted customer go with their subscriptions, so a site always has one.
+          const owner = state.subscriptions.get(site.subscription_id)?.customer_id ?? null;
+          if (customerId !== null && owner !== customerId) throw new StoreConflictError('sites.forbidden', `site ${id} belongs to another customer`);
+          w.delete<SiteRecord>('sites', id);
+          w.change({ kind: 'record', collection: 'sites', id });
+          publishIn(w, createdEvent(event, owner, site));
           return site;
         }),
     };

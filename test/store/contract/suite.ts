@@ -5,8 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { computeHealth, healthFromSummary } from '../../../src/daemon/dispatcher/health.js';
 import { DEFAULT_SETTINGS } from '../../../src/shared/settings.js';
 import { payloadBody } from '../../../src/shared/events.js';
-import { StoreConflictError, type Change, type ClaimOptions, type CreatedEvent, type Repositories, type Store } from '../../../src/store/store.js';
-import type { DeliveryLogEntry, DeliveryRecord, EventRecord, UserRecord } from '../../../src/store/types.js';
+import { StoreConflictError, type Change, type ClaimOptions, type RecordEvent, type Repositories, type Store } from '../../../src/store/store.js';
+import type { DeliveryLogEntry, DeliveryRecord, EventRecord, SubscriptionRecord, UserRecord } from '../../../src/store/types.js';
 
 export interface ContractBackend {
   /** A fresh, empty store. */
@@ -295,14 +295,15 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect((await store.subscriptions.listByCustomer(customer.id)).filter((s) => s.is_default)).toHaveLength(1);
       });
 
-      describe('create: the write with its event in one step', () => {
-        const created = (event: string, idKey: string, data: Record<string, unknown>, at = 5_000): CreatedEvent => ({
+      describe('a write with its event in one step (create, delete, setStatus)', () => {
+        const created = (event: string, idKey: string, data: Record<string, unknown>, at = 5_000, fields: string[] = []): RecordEvent => ({
           id: randomUUID(),
           event,
           timestamp: T0,
           next_attempt_at: at,
           idKey,
           data,
+          fields,
         });
         /** Every pending delivery, claimed (each endpoint's first few, by endpoint then due order). */
         const pendingDeliveries = async () =>
@@ -398,6 +399,58 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
           expect(await conflictOf(make(99_999, 'csub4.example'))).toBe('users.customer');
           expect((await store.subscriptions.list()).map((s) => s.id)).toEqual([first.id, second.id]);
           expect(await store.outbox.pendingCount()).toBe(4);
+        });
+
+        it('sites.delete: the customer\'s own site (an admin any) with its event carrying the removed domain; refusals write nothing', async () => {
+          const admin = await store.users.insert(userRecord('dladmin@example.test', 'admin'));
+          const { user, subscription } = await customerWithSubscription('dl1@example.test', 'dl1.example');
+          const { user: other } = await customerWithSubscription('dl2@example.test', 'dl2.example');
+          const adminHook = await hook(admin.id);
+          const mine = await hook(user.id, 'site.deleted');
+          const a = await store.sites.insert({ subscription_id: subscription.id, domain: 'a.dl1.example', created_at: T0 });
+          const b = await store.sites.insert({ subscription_id: subscription.id, domain: 'b.dl1.example', created_at: T0 });
+          const removing = () => created('site.deleted', 'site_id', {}, 7_000, ['domain']);
+
+          expect(await conflictOf(store.sites.delete(a.id, other.id, removing()))).toBe('sites.forbidden');
+          expect(await conflictOf(store.sites.delete(99_999, user.id, removing()))).toBe('sites.missing');
+          expect(await store.sites.get(a.id)).toStrictEqual(a);
+          expect(await store.outbox.pendingCount()).toBe(0);
+
+          expect(await store.sites.delete(a.id, user.id, removing())).toStrictEqual(a);
+          expect(await store.sites.get(a.id)).toBeUndefined();
+          const body = payloadBody('site.deleted', T0, { site_id: a.id, domain: 'a.dl1.example' });
+          const deliveries = await pendingDeliveries();
+          expect(deliveries.map((d) => [d.endpoint_id, d.owner_id])).toEqual([
+            [adminHook.id, admin.id],
+            [mine.id, user.id],
+          ]);
+          for (const d of deliveries) expect(d).toMatchObject({ event: 'site.deleted', body, next_attempt_at: 7_000 });
+          expect(await conflictOf(store.sites.delete(a.id, user.id, removing()))).toBe('sites.missing');
+          // An admin removes any site; its event is still the customer's.
+          expect((await store.sites.delete(b.id, null, removing())).id).toBe(b.id);
+          expect((await pendingDeliveries()).filter((d) => d.body.includes(`"site_id":${b.id},`)).map((d) => d.endpoint_id)).toEqual([adminHook.id, mine.id]);
+        });
+
+        it('subscriptions.setStatus: the status with its event, once however many ask at once; missing and unchanged refused', async () => {
+          const admin = await store.users.insert(userRecord('ssadmin@example.test', 'admin'));
+          const { user, subscription } = await customerWithSubscription('ss@example.test', 'ss.example');
+          const adminHook = await hook(admin.id);
+          const suspending = () => created('subscription.suspended', 'subscription_id', {}, 8_000, ['main_domain']);
+          const at = '2026-02-01T00:00:00.000Z';
+          expect(await conflictOf(store.subscriptions.setStatus(99_999, 'suspended', at, suspending()))).toBe('subscriptions.missing');
+          const results = await Promise.allSettled(Array.from({ length: 10 }, () => store.subscriptions.setStatus(subscription.id, 'suspended', at, suspending())));
+          const done = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<SubscriptionRecord>[];
+          expect(done).toHaveLength(1);
+          expect(done[0].value).toStrictEqual({ ...subscription, status: 'suspended', updated_at: at });
+          expect(results.filter((r) => r.status === 'rejected' && (r.reason as StoreConflictError).constraint === 'subscriptions.status')).toHaveLength(9);
+          expect(await store.subscriptions.get(subscription.id)).toStrictEqual(done[0].value);
+          const deliveries = await pendingDeliveries();
+          expect(deliveries.map((d) => [d.endpoint_id, d.owner_id])).toEqual([[adminHook.id, admin.id]]);
+          expect(deliveries[0]).toMatchObject({
+            event: 'subscription.suspended',
+            body: payloadBody('subscription.suspended', T0, { subscription_id: subscription.id, main_domain: 'ss.example' }),
+          });
+          expect(user.id).toBe(subscription.customer_id);
         });
 
         it('50 concurrent site creates with one domain: one site with one event, 49 conflicts', async () => {

@@ -139,18 +139,17 @@ export default async function siteRoutes(app: FastifyInstance) {
     async (request) => {
       const principal = principalOf(request);
       const { id } = request.params;
-      await app.store.transaction(async (tx) => {
-        const site = await tx.sites.get(id);
-        if (!site) throw new ApiError('NOT_FOUND', `site ${id} not found`);
-        const subscription = await tx.subscriptions.get(site.subscription_id);
-        // Sites of a deleted customer go with their subscriptions, so a site always has one.
-        const customerId = subscription?.customer_id ?? null;
-        if (principal.role !== 'admin' && customerId !== principal.userId) {
-          throw new ApiError('FORBIDDEN', `site ${id} belongs to another customer`);
-        }
-        if (!(await tx.sites.remove(id))) throw new ApiError('NOT_FOUND', `site ${id} not found`);
-        await app.events.publish({ event: 'site.deleted', data: { site_id: site.id, domain: site.domain }, owner_id: customerId }, tx);
-      });
+      // The whole write goes to the store in one call: the site removed if the caller may, and
+      // its site.deleted event (owned by the site's customer), committed together.
+      await app.store.sites
+        .delete(id, principal.role === 'admin' ? null : principal.userId, app.events.created('site.deleted', 'site_id', {}, ['domain']))
+        .catch((error: unknown) => {
+          if (error instanceof StoreConflictError) {
+            if (error.constraint === 'sites.missing') throw new ApiError('NOT_FOUND', `site ${id} not found`);
+            if (error.constraint === 'sites.forbidden') throw new ApiError('FORBIDDEN', `site ${id} belongs to another customer`);
+          }
+          throw error;
+        });
       return ok({ id }, 'site deleted');
     },
   );

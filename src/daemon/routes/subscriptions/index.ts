@@ -112,18 +112,17 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const { id } = request.params;
-      const subscription = await app.store.transaction(async (tx) => {
-        const current = await tx.subscriptions.get(id);
-        if (!current) throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
-        if (current.status === 'suspended') throw new ApiError('CONFLICT', `subscription ${id} is already suspended`);
-        const updated = await tx.subscriptions.update(id, { status: 'suspended', updated_at: new Date(app.clock()).toISOString() });
-        if (!updated) throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
-        await app.events.publish(
-          { event: 'subscription.suspended', data: { subscription_id: id, main_domain: updated.main_domain }, owner_id: updated.customer_id },
-          tx,
-        );
-        return updated;
-      });
+      // The status and its subscription.suspended event commit together, in one store call; of
+      // several suspensions at once, one suspends and the others answer 409.
+      const subscription = await app.store.subscriptions
+        .setStatus(id, 'suspended', new Date(app.clock()).toISOString(), app.events.created('subscription.suspended', 'subscription_id', {}, ['main_domain']))
+        .catch((error: unknown) => {
+          if (error instanceof StoreConflictError) {
+            if (error.constraint === 'subscriptions.missing') throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
+            if (error.constraint === 'subscriptions.status') throw new ApiError('CONFLICT', `subscription ${id} is already suspended`);
+          }
+          throw error;
+        });
 
       return ok(subscriptionView(subscription), 'subscription suspended');
     },

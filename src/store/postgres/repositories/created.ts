@@ -3,12 +3,12 @@
 // statement inserts the event and one delivery per endpoint that receives it, as
 // `outbox.publish` queues them. Outside a transaction it is its own commit: the write a route
 // hands over whole costs one round trip, with no BEGIN or COMMIT of its own.
-import { createdEventBodyParts, type CreatedEvent } from '../../store.js';
+import { createdEventBodyParts, type RecordEvent } from '../../store.js';
 import type { Db, Row } from '../db.js';
 import { OUTBOX_NOTICE, timedCommit, type StoreContext } from './context.js';
 import { MATCH_SQL } from './webhooks.js';
 
-/** What a create's write answers: a conflict, or the new row (as json) and its event's owner. */
+/** What a write answers: a conflict, or the row written or removed (as json) and its event's owner. */
 export interface CreatedRow extends Row {
   conflict: string | null;
   record: Row | null;
@@ -17,20 +17,30 @@ export interface CreatedRow extends Row {
   queued: number;
 }
 
+/** Column names a statement may put into an event's data (they are written into the SQL). */
+const FIELD = /^[a-z_]+$/;
+
 /**
- * The statement: `write` selects `conflict`, `record` (json of the new row, with its `id`) and
- * `owner_id` using parameters $1..$n; the event's parameters follow, from $n+1. The function's
- * checks see fresh snapshots of their own (a volatile function's statements each take one); the
- * endpoints are matched in the statement's.
+ * The statement: `write` selects `conflict`, `record` (json of the row written or removed, with
+ * its `id`) and `owner_id` using parameters $1..$n; the event's parameters follow, from $n+1.
+ * `fields`: the event's `fields`, fixed per statement; `before`: CTEs `write` reads (a
+ * data-modifying one must be at the statement's top level), each followed by a comma. A function's checks see fresh snapshots
+ * of their own (a volatile function's statements each take one); the endpoints are matched in
+ * the statement's.
  */
-export function createdSql(write: string, n: number): string {
+export function createdSql(write: string, n: number, fields: readonly string[] = [], before = ''): string {
   const p = (i: number) => `$${n + i}`;
+  for (const field of fields) if (!FIELD.test(field)) throw new Error(`not a column name: ${field}`);
+  // Each field as its JSON text from row_to_json, which escapes strings as JSON.stringify does.
+  const bodyFields = fields.map((f) => ` || ',"${f}":' || (r.record->'${f}')::text`).join('');
+  const dataFields = fields.map((f) => ` || jsonb_build_object('${f}', r.record->'${f}')`).join('');
   return /* sql */ `
-WITH r AS MATERIALIZED (${write}
+WITH ${before}r AS MATERIALIZED (${write}
 ), ev AS MATERIALIZED (
   SELECT ${p(1)}::text AS id, ${p(2)}::text AS event, r.owner_id,
-         jsonb_build_object(${p(3)}::text, (r.record->>'id')::bigint) || ${p(4)}::jsonb AS data,
-         ${p(5)}::text AS "timestamp", ${p(6)}::text || (r.record->>'id') || ${p(7)}::text AS body, ${p(8)}::bigint AS next_attempt_at
+         jsonb_build_object(${p(3)}::text, (r.record->>'id')::bigint) || ${p(4)}::jsonb${dataFields} AS data,
+         ${p(5)}::text AS "timestamp", ${p(6)}::text || (r.record->>'id') || ${p(7)}::text${bodyFields} || '}}' AS body,
+         ${p(8)}::bigint AS next_attempt_at
   FROM r WHERE r.conflict IS NULL
 ), e AS (
   INSERT INTO events (id, event, owner_id, data, "timestamp") SELECT ev.id, ev.event, ev.owner_id, ev.data, ev."timestamp" FROM ev
@@ -48,7 +58,7 @@ SELECT r.*, (SELECT count(*)::int FROM matched) AS queued FROM r`;
 }
 
 /** The event's parameters of `createdSql`, in order. */
-export function createdValues(event: CreatedEvent): unknown[] {
+export function createdValues(event: RecordEvent): unknown[] {
   const { head, tail } = createdEventBodyParts(event);
   const { [event.idKey]: _id, ...rest } = event.data;
   return [event.id, event.event, event.idKey, JSON.stringify(rest), event.timestamp, head, tail, event.next_attempt_at];

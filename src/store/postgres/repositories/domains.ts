@@ -20,6 +20,8 @@ const CONFLICTS: Record<string, string> = {
   'domains.owner': 'the domain belongs to another customer',
   'subscriptions.forbidden': 'the subscription belongs to another customer',
   'subscriptions.none': 'there is no subscription to create the site in',
+  'sites.missing': 'the site does not exist',
+  'sites.forbidden': 'the site belongs to another customer',
 };
 
 function conflictError(constraint: string): StoreConflictError {
@@ -31,6 +33,42 @@ const CREATE_SUBSCRIPTION_SQL = createdSql(
   `SELECT i.conflict, i.subscription AS record, $1::bigint AS owner_id, i.cleared
    FROM panelctl_insert_subscription($1, $2, $3, $4, $5, $6) i`,
   6,
+);
+
+/**
+ * A subscription's new status and its event, in one statement. The update takes only a status
+ * other than the new one (re-checked on the row's newest version under a concurrent update), so
+ * of several at once one changes it and publishes; the others find it done.
+ */
+const SET_STATUS_SQL = createdSql(
+  `SELECT CASE WHEN EXISTS (SELECT 1 FROM upd) THEN NULL
+               WHEN EXISTS (SELECT 1 FROM subscriptions WHERE id = $1) THEN 'subscriptions.status'
+               ELSE 'subscriptions.missing' END AS conflict,
+          (SELECT row_to_json(upd) FROM upd) AS record, (SELECT customer_id FROM upd) AS owner_id`,
+  3,
+  ['main_domain'],
+  `upd AS MATERIALIZED (
+     UPDATE subscriptions s SET status = $2, updated_at = $3 WHERE s.id = $1 AND s.status <> $2 RETURNING s.*
+   ), `,
+);
+
+/**
+ * A site removed if it is the customer's ($2; null: anyone's) and its event, in one statement.
+ * The site's customer comes from its subscription, which cannot change hands.
+ */
+const DELETE_SITE_SQL = createdSql(
+  `SELECT CASE WHEN EXISTS (SELECT 1 FROM del) THEN NULL
+               WHEN EXISTS (SELECT 1 FROM t WHERE t.customer_id <> $2) THEN 'sites.forbidden'
+               ELSE 'sites.missing' END AS conflict,
+          (SELECT row_to_json(del) FROM del) AS record, (SELECT del.owner_id FROM del) AS owner_id`,
+  2,
+  ['domain'],
+  `t AS MATERIALIZED (
+     SELECT s.id, b.customer_id FROM sites s JOIN subscriptions b ON b.id = s.subscription_id WHERE s.id = $1
+   ), del AS MATERIALIZED (
+     DELETE FROM sites s USING t WHERE s.id = t.id AND ($2::bigint IS NULL OR t.customer_id = $2)
+     RETURNING s.*, t.customer_id AS owner_id
+   ), `,
 );
 
 /** A site in the subscription chosen for it (migration 0007) and its event, in one statement. */
@@ -92,6 +130,13 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
       const { rows } = await changing(db, 'subscriptions', statement.text, statement.values);
       return rows[0] && toSubscription(rows[0]);
     },
+    async setStatus(id, status, updatedAt, event) {
+      const row = await runCreated(db, ctx, SET_STATUS_SQL, [id, status, updatedAt, ...createdValues(event)]);
+      if (row.conflict === 'subscriptions.status') throw new StoreConflictError(row.conflict, `subscription ${id} is already ${status}`);
+      if (row.conflict !== null) throw conflictError(row.conflict);
+      announceRecord(db, 'subscriptions', id);
+      return toSubscription(row.record!);
+    },
     async remove(id) {
       const { rows } = await changing(db, 'subscriptions', 'DELETE FROM subscriptions WHERE id = $1 RETURNING *', [id]);
       return rows[0] && toSubscription(rows[0]);
@@ -147,6 +192,12 @@ export const sitesRepository: RepositoryFactory<SitesRepository> = (db, ctx) => 
       }
       if (row.conflict !== null) throw conflictError(row.conflict);
       announceRecord(db, 'sites', row.record!.id);
+      return toSite(row.record!);
+    },
+    async delete(id, customerId, event) {
+      const row = await runCreated(db, ctx, DELETE_SITE_SQL, [id, customerId, ...createdValues(event)]);
+      if (row.conflict !== null) throw conflictError(row.conflict);
+      announceRecord(db, 'sites', id);
       return toSite(row.record!);
     },
     async remove(id) {
