@@ -165,7 +165,7 @@ export interface RecordEvent {
 }
 
 /** The event record and delivery template of `event` about `record` (owned by `ownerId`). */
-export function createdEvent(
+export function recordEventOf(
   event: RecordEvent,
   ownerId: number | null,
   record: { id: number },
@@ -179,11 +179,11 @@ export function createdEvent(
 }
 
 /**
- * `createdEvent`'s payload bytes split around what a backend learns only where it writes
+ * `recordEventOf`'s payload bytes split around what a backend learns only where it writes
  * (PostgreSQL): `head + id + tail`, with `,"field":<field as JSON>` for each of `fields` before
- * the tail, is the body `createdEvent` makes (`fields` must not repeat a key of `data`).
+ * the tail, is the body `recordEventOf` makes (`fields` must not repeat a key of `data`).
  */
-export function createdEventBodyParts(event: RecordEvent): { head: string; tail: string } {
+export function recordEventBodyParts(event: RecordEvent): { head: string; tail: string } {
   const rest = JSON.stringify(withoutKey(event.data, event.idKey));
   const head = `{"event":${JSON.stringify(event.event)},"timestamp":${JSON.stringify(event.timestamp)},"data":{${JSON.stringify(event.idKey)}:`;
   return { head, tail: `${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}` };

@@ -7,7 +7,7 @@ import { isOperational } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
-  createdEvent,
+  recordEventOf,
   deliveryFromTemplate,
   type ApiKeysRepository,
   type ClaimOptions,
@@ -241,7 +241,7 @@ export class JsonRepositories implements Repositories {
       create: (record, event) =>
         run((w) => {
           const subscription = insertSubscription(w, record);
-          publishIn(w, createdEvent(event, subscription.customer_id, subscription));
+          publishIn(w, recordEventOf(event, subscription.customer_id, subscription));
           return subscription;
         }),
       update: (id, patch) =>
@@ -259,7 +259,7 @@ export class JsonRepositories implements Repositories {
           if (current.status === status) throw new StoreConflictError('subscriptions.status', `subscription ${id} is already ${status}`);
           const updated = w.put('subscriptions', { ...current, status, updated_at: updatedAt, id });
           w.change({ kind: 'record', collection: 'subscriptions', id });
-          publishIn(w, createdEvent(event, updated.customer_id, updated));
+          publishIn(w, recordEventOf(event, updated.customer_id, updated));
           return updated;
         }),
       remove: (id) => run((w) => removeSubscription(w, id)),
@@ -307,7 +307,7 @@ export class JsonRepositories implements Repositories {
         run((w) => {
           const subscription = siteSubscription(site);
           const record = insertSite(w, { subscription_id: subscription.id, domain: site.domain, created_at: site.created_at });
-          publishIn(w, createdEvent(event, subscription.customer_id, record));
+          publishIn(w, recordEventOf(event, subscription.customer_id, record));
           return record;
         }),
       remove: (id) =>
@@ -325,7 +325,7 @@ export class JsonRepositories implements Repositories {
           if (customerId !== null && owner !== customerId) throw new StoreConflictError('sites.forbidden', `site ${id} belongs to another customer`);
           w.delete<SiteRecord>('sites', id);
           w.change({ kind: 'record', collection: 'sites', id });
-          publishIn(w, createdEvent(event, owner, site));
+          publishIn(w, recordEventOf(event, owner, site));
           return site;
         }),
     };

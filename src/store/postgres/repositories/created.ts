@@ -1,9 +1,9 @@
-// A create with its event in one statement: the function that writes the record (under the
+// A write with its event in one statement: the function or CTE that writes the record (under the
 // store's rules, answering a conflict instead of raising it) runs in a CTE, and the same
 // statement inserts the event and one delivery per endpoint that receives it, as
 // `outbox.publish` queues them. Outside a transaction it is its own commit: the write a route
 // hands over whole costs one round trip, with no BEGIN or COMMIT of its own.
-import { createdEventBodyParts, type RecordEvent } from '../../store.js';
+import { recordEventBodyParts, type RecordEvent } from '../../store.js';
 import type { Db, Row } from '../db.js';
 import { OUTBOX_NOTICE, timedCommit, type StoreContext } from './context.js';
 import { MATCH_SQL } from './webhooks.js';
@@ -59,7 +59,7 @@ SELECT r.*, (SELECT count(*)::int FROM matched) AS queued FROM r`;
 
 /** The event's parameters of `createdSql`, in order. */
 export function createdValues(event: RecordEvent): unknown[] {
-  const { head, tail } = createdEventBodyParts(event);
+  const { head, tail } = recordEventBodyParts(event);
   const { [event.idKey]: _id, ...rest } = event.data;
   return [event.id, event.event, event.idKey, JSON.stringify(rest), event.timestamp, head, tail, event.next_attempt_at];
 }
