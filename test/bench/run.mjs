@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { request, Agent } from 'undici';
 import { benchBacklog } from './backlog.mjs';
+import { benchGraphile } from './graphile.mjs';
 import { benchLogPostgres, benchWebhooksLarge } from './logs.mjs';
 import { benchMatching } from './matching.mjs';
 import { benchDispatchPostgres, benchScaleOutPostgres, benchWritesPostgres, makePgDataDir, withCluster } from './postgres.mjs';
@@ -542,7 +543,7 @@ function fmt(n, digits = 0) {
 const HAND_WRITTEN = '<!-- Written by hand below this line: `npm run bench` keeps it. -->';
 
 async function report() {
-  const { api, apiLog, apiLogPostgres, webhooksLarge, apiPostgres, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog, matching, matchingPostgres, metrics } = results;
+  const { api, apiLog, apiLogPostgres, webhooksLarge, apiPostgres, dispatch, cli, scaleSmall, scaleLarge, writes, postgres, backlog, matching, matchingPostgres, metrics, graphile } = results;
   const byStore = (store, sites) => (store === 'json' ? writes : postgres.writes).find((w) => w.sites === sites);
   const jsonAt = (sites) => byStore('json', sites);
   const pgFlat = postgres.writesFlat;
@@ -567,6 +568,8 @@ async function report() {
     [`Writes: POST /sites, ${WRITE_CLIENTS} clients, JSON store at 10,000 sites (durable writes/s)`, fmt(jsonAt(10_000).writes), '', '≥ 500', jsonAt(10_000).writes >= 500],
     ['PostgreSQL: one daemon dispatching vs one on the JSON store (Unix socket, deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.one)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.oneVsJson, 2)} (${postgres.dispatch.oneVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.70', postgres.dispatch.oneVsJson >= 0.7],
     ['PostgreSQL: the same over TCP loopback (deliveries/s, median of alternating rounds)', `${fmt(postgres.dispatch.oneTcp)} vs ${fmt(postgres.dispatch.json)}`, `${fmt(postgres.dispatch.tcpVsJson, 2)} (${postgres.dispatch.tcpVsJsonRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
+    [`PostgreSQL: one daemon dispatching vs graphile-worker 0.17 (24 jobs at once, pool 25, local queue 500, batch delays 0) on the same cluster, ${fmt(graphile.endpoints)} endpoints × ${fmt(graphile.events)} events, same signed POSTs (deliveries/s, median of alternating rounds)`, `${fmt(graphile.panel.rate)} vs ${fmt(graphile.peer.rate)}`, `${fmt(graphile.rate.ratio, 2)} (${graphile.rate.range.map((r) => fmt(r, 2)).join('–')})`, '≥ 1.50', graphile.rate.ratio >= 1.5],
+    ['PostgreSQL: CPU per delivery of that daemon vs the graphile-worker process (ms; the cluster\'s own CPU per delivery in brackets)', `${fmt(graphile.panel.cpuMs, 3)} (${fmt(graphile.panel.dbCpuMs, 3)}) vs ${fmt(graphile.peer.cpuMs, 3)} (${fmt(graphile.peer.dbCpuMs, 3)})`, `${fmt(graphile.cpu.ratio, 2)} (${graphile.cpu.range.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
     [`PostgreSQL: two daemons vs one on one database (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.dispatch.two)} vs ${fmt(postgres.dispatch.one)}`, `${fmt(postgres.dispatch.ratio, 2)} (${postgres.dispatch.ratioRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 1.30', postgres.dispatch.ratio >= 1.3],
     [`PostgreSQL: the same with receivers answering in ${postgres.scaleOut.delayMs} ms (deliveries/s, ${os.cpus().length} cores, median of alternating rounds)`, `${fmt(postgres.scaleOut.two)} vs ${fmt(postgres.scaleOut.one)}`, `${fmt(postgres.scaleOut.ratio, 2)} (${postgres.scaleOut.ratioRange.map((r) => fmt(r, 2)).join('–')})`, 'none set', null],
     ['PostgreSQL: POST /sites writes at 50,000 sites vs at 1,000 (flat cost, durable writes/s, median of alternating rounds)', `${fmt(byStore('postgres', 50_000).writes)} vs ${fmt(byStore('postgres', 1_000).writes)}`, `${fmt(pgFlat, 2)} (${postgres.writesFlatRange.map((r) => fmt(r, 2)).join('–')})`, '≥ 0.80', pgFlat >= 0.8],
@@ -724,6 +727,7 @@ await stage('postgres', async () =>
     scaleOut: await benchScaleOutPostgres(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 5, delayMs: SLOW_RECEIVER_MS, log, settings: BENCH_SETTINGS }),
   }))),
 );
+await stage('graphile', async () => (results.graphile = await withCluster((adminUrl) => benchGraphile(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 5, log, settings: BENCH_SETTINGS }))));
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
 // Delivery logs on PostgreSQL and GET /webhooks?limit=100 with 10,000 endpoints (both stores).
 await stage('logs', async () =>
