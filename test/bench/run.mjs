@@ -2,6 +2,7 @@
 // the same run, reported as ratios (absolute numbers drift on shared machines).
 // Not part of `npm test`. Loopback only.
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -549,23 +550,39 @@ async function benchCli() {
     const { token } = await client(daemon.url, tls.cert).call('POST', '/auth/login', { email: 'admin@localhost', password: ADMIN_PASSWORD });
     await admin.call('POST', '/auth/api-keys', { name: 'cli-bench' });
     const env = { ...process.env, PANELCTL_URL: daemon.url, PANELCTL_TOKEN: token, PANELCTL_CA: join(dataDir, 'tls/cert.pem'), PANELCTL_CONFIG_DIR: join(dataDir, 'cfg') };
-    const time = (args, exitCode = 0) => {
+    /** CPU time (user + system) of the finished children of this process so far, in ms (10 ms steps: summed over many runs). */
+    const childCpuMs = () => {
+      const stat = readFileSync('/proc/self/stat', 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[13]) + Number(fields[14])) * 10;
+    };
+    const cpu = {};
+    const time = (args, exitCode = 0, side = null) => {
+      const cpuBefore = childCpuMs();
       const start = performance.now();
       const r = spawnSync(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const elapsed = performance.now() - start;
       if (r.status !== exitCode) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-      return performance.now() - start;
+      if (side) cpu[side] = (cpu[side] ?? 0) + childCpuMs() - cpuBefore;
+      return elapsed;
     };
     const runs = QUICK ? 5 : 21;
+    const floor = join(ROOT, 'test/bench/https-get.mjs');
     time([BIN, 'keys', 'list', '--json']);
-    // Alternating, so both meet the same spells of load from the rest of the machine.
+    time([floor]);
+    // Alternating, so all three meet the same spells of load from the rest of the machine. The
+    // floor is the same request made by a bare node:https script: what is left above it is the CLI's.
     const cliTimes = [];
     const nodeTimes = [];
+    const floorTimes = [];
     for (let i = 0; i < runs; i++) {
-      cliTimes.push(time([BIN, 'keys', 'list', '--json']));
-      nodeTimes.push(time(['-e', '0']));
+      cliTimes.push(time([BIN, 'keys', 'list', '--json'], 0, 'cli'));
+      nodeTimes.push(time(['-e', '0'], 0, 'node'));
+      floorTimes.push(time([floor], 0, 'floor'));
     }
     const cli = median(cliTimes);
     const node = median(nodeTimes);
+    const https = median(floorTimes);
     // `daemon status` against the running daemon (its two requests included), and where none runs (exit 1).
     const statusRunning = [];
     const statusStopped = [];
@@ -573,7 +590,18 @@ async function benchCli() {
       statusRunning.push(time([BIN, 'daemon', 'status', '--data-dir', dataDir, '--json']));
       statusStopped.push(time([BIN, 'daemon', 'status', '--data-dir', join(dataDir, 'no-daemon-here')], 1));
     }
-    results.cli = { cli, node, ratio: cli / node, runs, statusRunning: median(statusRunning), statusStopped: median(statusStopped) };
+    results.cli = {
+      cli,
+      node,
+      ratio: cli / node,
+      https,
+      httpsRatio: https / node,
+      // CPU per run (user + system, averaged over the runs), and its ratios: steadier than wall time on a busy machine.
+      cpu: { cli: cpu.cli / runs, node: cpu.node / runs, https: cpu.floor / runs, ratio: cpu.cli / cpu.node, httpsRatio: cpu.floor / cpu.node },
+      runs,
+      statusRunning: median(statusRunning),
+      statusStopped: median(statusStopped),
+    };
   } finally {
     await stopDaemon(daemon);
     await rm(dataDir, { recursive: true, force: true });
