@@ -14,18 +14,43 @@ import { FakeApi } from '../helpers/fake-api.js';
 import type { TestDaemon } from '../helpers/daemon.js';
 import { track } from '../helpers/processes.js';
 
-export interface CliSession {
-  configDir: string;
-  env: NodeJS.ProcessEnv;
-  /** panelctl --data-dir D --url U ARGS… with this session's config directory. */
+export interface CliRunner {
+  /** panelctl --data-dir D --url U ARGS… with the session's config directory. */
   run(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult>;
   /** Runs with --json, expects exit 0, returns the parsed stdout. */
   json<T = any>(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv }): Promise<T>;
+}
+
+export interface CliSession extends CliRunner {
+  configDir: string;
+  env: NodeJS.ProcessEnv;
+  /** The built CLI as a child process, whichever way `run` goes: where the process is the point. */
+  built: CliRunner;
   dispose(): Promise<void>;
 }
 
-/** A config directory of its own (PANELCTL_CONFIG_DIR), so tests never see a real login. */
-export async function cliSession(daemon: TestDaemon | null): Promise<CliSession> {
+function runner(run: CliRunner['run']): CliRunner {
+  return {
+    run,
+    async json(args, options = {}) {
+      const result = await run(['--json', ...args], options);
+      expect(result, `panelctl ${args.join(' ')}`).toMatchObject({ code: 0 });
+      try {
+        return JSON.parse(result.stdout);
+      } catch {
+        throw new Error(`panelctl ${args.join(' ')} printed no JSON: ${result.stdout}\n${result.stderr}`);
+      }
+    },
+  };
+}
+
+/**
+ * A config directory of its own (PANELCTL_CONFIG_DIR), so tests never see a real login.
+ * `inProcess`: `run` and `json` run the CLI's source in this process (runInProcess, with its real
+ * HTTP layer) against the daemon: the same argv, daemon, answers and exit codes without a node
+ * start per command; `built` still spawns the built CLI.
+ */
+export async function cliSession(daemon: Pick<TestDaemon, 'dataDir' | 'url'> | null, options: { inProcess?: boolean } = {}): Promise<CliSession> {
   const configDir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
   const env: NodeJS.ProcessEnv = {
     PANELCTL_CONFIG_DIR: configDir,
@@ -35,22 +60,15 @@ export async function cliSession(daemon: TestDaemon | null): Promise<CliSession>
     PANEL_DATA_DIR: '',
   };
   const target = daemon ? ['--data-dir', daemon.dataDir, '--url', daemon.url] : [];
-  const session: CliSession = {
+  const built = runner((args, o = {}) => runCli([...target, ...args], { input: o.input, env: { ...env, ...o.env }, timeoutMs: o.timeoutMs }));
+  const local = runner((args, o = {}) => runInProcess([...target, ...args], { input: o.input, env: { ...env, ...o.env } }));
+  return {
+    ...(options.inProcess ? local : built),
     configDir,
     env,
-    run: (args, options = {}) => runCli([...target, ...args], { input: options.input, env: { ...env, ...options.env }, timeoutMs: options.timeoutMs }),
-    async json(args, options = {}) {
-      const result = await session.run(['--json', ...args], options);
-      expect(result, `panelctl ${args.join(' ')}`).toMatchObject({ code: 0 });
-      try {
-        return JSON.parse(result.stdout);
-      } catch {
-        throw new Error(`panelctl ${args.join(' ')} printed no JSON: ${result.stdout}\n${result.stderr}`);
-      }
-    },
+    built,
     dispose: () => rm(configDir, { recursive: true, force: true }),
   };
-  return session;
 }
 
 // ─── The CLI in process against a fake API, a fresh one per test ───
