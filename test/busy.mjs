@@ -5,8 +5,8 @@
 // The load: one busy loop per core (`node -e 'for (;;) {}'`, BUSY_LOOPS to change the count; at
 // normal priority, started before each run and killed after it), on top of the suite's own work
 // (three test files at a time, their daemons, receivers and PostgreSQL cluster). On a 2-core
-// machine that is two spinning processes competing with the suite for both cores: every timing
-// in the suite sees roughly half the CPU it gets on a quiet machine.
+// machine the suite's processes share both cores with two that never sleep, so a process of the
+// suite that wants a core gets about half of one at best: every timing in the suite stretches.
 //
 // Each run must pass, and leave no process behind: vitest's global teardown checks that, and so
 // does this script, by a mark of its own in the environment of everything the run starts. Prints
