@@ -1,18 +1,42 @@
-// `npm run test:busy [-- RUNS [vitest args…]]`: the whole suite (`npm test`) RUNS times in a
-// row (default 3; further arguments go to vitest, e.g. a file, for a quick check of the script)
-// while busy loops hold every core, as on a loaded CI machine. Each run must pass, and leave no
-// process behind: vitest's global teardown checks that, and so does this script, by a mark of
-// its own in the environment of everything the run starts. Prints durations and outcomes;
-// exits 1 if any run failed or leaked.
+// `npm run test:busy [-- [--runs N] [vitest args…]]`: the whole suite (`npm test`) under load, as
+// on a loaded CI machine; once by default, N times in a row with `--runs N` (or BUSY_RUNS=N).
+// Further arguments go to vitest (e.g. a file, for a quick check of the script).
+//
+// The load: one busy loop per core (`node -e 'for (;;) {}'`, BUSY_LOOPS to change the count; at
+// normal priority, started before each run and killed after it), on top of the suite's own work
+// (three test files at a time, their daemons, receivers and PostgreSQL cluster). On a 2-core
+// machine the suite's processes share both cores with two that never sleep, so a process of the
+// suite that wants a core gets about half of one at best: every timing in the suite stretches.
+//
+// Each run must pass, and leave no process behind: vitest's global teardown checks that, and so
+// does this script, by a mark of its own in the environment of everything the run starts. Prints
+// durations and outcomes; exits 1 if any run failed or leaked.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 
-const RUNS = Number(process.argv[2] ?? process.env.BUSY_RUNS ?? 3);
-const VITEST_ARGS = process.argv.slice(3);
+const { runs, vitestArgs: VITEST_ARGS } = parseArguments(process.argv.slice(2));
+const RUNS = runs ?? Number(process.env.BUSY_RUNS ?? 1);
+if (!Number.isInteger(RUNS) || RUNS < 1) {
+  console.error(`test:busy: --runs must be a positive integer (got ${runs ?? process.env.BUSY_RUNS})`);
+  process.exit(2);
+}
 const LOOPS = Number(process.env.BUSY_LOOPS ?? os.availableParallelism());
 const MARK = 'PANELCTL_BUSY_RUN';
+
+/** `--runs N` or `--runs=N` (anywhere), and the arguments left for vitest. */
+function parseArguments(args) {
+  let runs;
+  const rest = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--runs') runs = Number(args[++i]);
+    else if (arg.startsWith('--runs=')) runs = Number(arg.slice('--runs='.length));
+    else rest.push(arg);
+  }
+  return { runs, vitestArgs: rest };
+}
 
 /** Processes (other than this one) whose environment carries `MARK=id`. */
 async function marked(id) {
@@ -92,5 +116,5 @@ for (const r of results) {
   console.log(`| ${r.run} | ${r.code} | ${Math.floor(r.seconds / 60)} min ${Math.round(r.seconds % 60)} s | ${r.tests} | ${r.teardown} | ${r.left.length} |`);
 }
 const ok = results.every((r) => r.code === 0 && r.left.length === 0);
-console.log(ok ? `all ${RUNS} runs green, nothing left alive` : 'FAILED: a run was red or left processes alive');
+console.log(ok ? `${RUNS === 1 ? "the run" : `all ${RUNS} runs`} green, nothing left alive` : 'FAILED: a run was red or left processes alive');
 process.exit(ok ? 0 : 1);

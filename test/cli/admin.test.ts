@@ -1,6 +1,8 @@
-// Admin commands of the built CLI against a real daemon, end to end once per family, each with
-// --json parsed and checked: users, settings, events types/emit, subscriptions and sites. Their
-// flags, human output (tables, colours, piped rows) and exit codes: run-admin.test.ts.
+// Admin commands against a real daemon, end to end once per family, each with --json parsed and
+// checked: users, settings, events types/emit, subscriptions and sites. The commands run in
+// process against the daemon (the same argv, answers and exit codes, without a node start each);
+// one command of each family runs as the built CLI. Their flags, human output (tables, colours,
+// piped rows) and exit codes against a fake API: run-admin.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { cliSession, type CliSession } from './helpers.js';
@@ -12,7 +14,7 @@ describe('panelctl admin commands', () => {
 
   beforeAll(async () => {
     daemon = await startDaemon();
-    cli = await cliSession(daemon);
+    cli = await cliSession(daemon, { inProcess: true });
     const login = await cli.run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(login.code).toBe(0);
   });
@@ -22,13 +24,13 @@ describe('panelctl admin commands', () => {
   });
 
   it('users: create (password from stdin, or generated and shown once), list, delete', async () => {
-    const created = await cli.json(['users', 'create', '--email', 'Carol@Example.com', '--name', 'Carol', '--role', 'customer', '--password-stdin'], {
+    const created = await cli.built.json(['users', 'create', '--email', 'Carol@Example.com', '--name', 'Carol', '--role', 'customer', '--password-stdin'], {
       input: 'carol-password-1\n',
     });
     expect(created).toEqual({ id: expect.any(Number), email: 'carol@example.com', name: 'Carol', role: 'customer', two_factor_enabled: false, created_at: expect.any(String) });
     customerId = created.id;
     // The password works: carol can log in (and is a customer).
-    const carol = await cliSession(daemon);
+    const carol = await cliSession(daemon, { inProcess: true });
     try {
       const login = await carol.json(['login', '--email', 'carol@example.com', '--password-stdin'], { input: 'carol-password-1\n' });
       expect(login.user.role).toBe('customer');
@@ -59,7 +61,7 @@ describe('panelctl admin commands', () => {
     const all = await cli.json(['settings', 'get']);
     expect(all).toMatchObject({ jwt_ttl_seconds: 86400, rate_limit_mode: 'both', webhook_allow_private_networks: false });
     expect(await cli.json(['settings', 'get', 'login_max_attempts'])).toBe(5);
-    const one = await cli.run(['settings', 'get', 'rate_limit_mode']);
+    const one = await cli.built.run(['settings', 'get', 'rate_limit_mode']);
     expect(one).toMatchObject({ code: 0, stdout: 'both\n' });
 
     expect((await cli.json(['settings', 'set', 'jwt_ttl_seconds', '3600'])).jwt_ttl_seconds).toBe(3600);
@@ -80,7 +82,7 @@ describe('panelctl admin commands', () => {
     const types = await cli.json<Array<{ name: string; fields: Record<string, string> }>>(['events', 'types']);
     expect(types.find((t) => t.name === 'site.created')).toEqual({ name: 'site.created', description: 'website created', fields: { site_id: 'integer', domain: 'string' } });
 
-    const emitted = await cli.json(['events', 'emit', 'backup.completed', '--owner', String(customerId), '--data', 'schedule_id=12', 'name=nightly']);
+    const emitted = await cli.built.json(['events', 'emit', 'backup.completed', '--owner', String(customerId), '--data', 'schedule_id=12', 'name=nightly']);
     expect(emitted).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), deliveries: 0 });
 
     const wrongType = await cli.run(['events', 'emit', 'site.created', '--data', 'site_id=seven', '--data', 'domain=example.com']);
@@ -98,7 +100,7 @@ describe('panelctl admin commands', () => {
     expect(second.is_default).toBe(false);
     expect((await cli.json<Array<{ id: number }>>(['subscriptions', 'list'])).map((s) => s.id)).toEqual([sub.id, second.id]);
 
-    const site = await cli.json(['sites', 'create', 'www.carol.example', '--subscription', String(sub.id)]);
+    const site = await cli.built.json(['sites', 'create', 'www.carol.example', '--subscription', String(sub.id)]);
     expect(site).toEqual({ id: expect.any(Number), subscription_id: sub.id, domain: 'www.carol.example', created_at: expect.any(String) });
     const other = await cli.json(['sites', 'create', 'blog.shop.example', '--subscription', String(second.id)]);
     expect((await cli.json<Array<{ domain: string }>>(['sites', 'list'])).map((s) => s.domain).sort()).toEqual(['blog.shop.example', 'www.carol.example']);

@@ -1,9 +1,10 @@
-// The frictions of a newcomer's first hour (issue 36), each driven through the built CLI against a
-// real daemon as a user meets it: login follows the data directory's running daemon and a refused
+// The frictions of a newcomer's first hour (issue 36), each driven through the CLI against a real
+// daemon as a user meets it: login follows the data directory's running daemon and a refused
 // connection names it, an admin's `sites create` names the flag, a loopback webhook names the
 // daemon flag and the certificate step, a mistyped global option after the command is suggested,
 // `subscriptions create` says it needs a customer, and `webhooks test` prints the row format of
-// `deliveries --follow` and `listen`.
+// `deliveries --follow` and `listen`. The commands run in process (the CLI's source with its real
+// HTTP layer); the login that finds the running daemon runs as the built CLI.
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -14,7 +15,8 @@ import { spawnSync } from 'node:child_process';
 import { hostname, tmpdir } from 'node:os';
 import { BIN, runCli } from '../helpers/cli.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { initDataDir as initPanel } from '../../src/daemon/init.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { attemptLine } from '../../src/cli/commands/listen.js';
@@ -43,7 +45,7 @@ describe('the first hour with panelctl', () => {
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls);
     daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-    cli = await cliSession(null);
+    cli = await cliSession(null, { inProcess: true });
   });
   afterAll(async () => {
     await receiver?.close();
@@ -66,7 +68,7 @@ describe('the first hour with panelctl', () => {
       `panelctl: cannot connect to ${stale}: connection refused. The daemon of ${daemon.dataDir} runs at ${daemon.url} (pid ${daemon.proc.pid}): run panelctl login to use it, or pass --url ${daemon.url}`,
     );
 
-    const login = await run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], `${ADMIN_PASSWORD}\n`);
+    const login = await cli.built.run(['--data-dir', daemon.dataDir, 'login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(login.code).toBe(0);
     expect(login.stderr).toContain(`Logged in to ${daemon.url} as ${ADMIN_EMAIL} (admin)`);
     expect((await cli.json(['--data-dir', daemon.dataDir, 'whoami'])).email).toBe(ADMIN_EMAIL);
@@ -79,7 +81,7 @@ describe('the first hour with panelctl', () => {
 
   it('says to start the daemon only when none runs', async () => {
     const empty = await makeDataDir();
-    const other = await cliSession(null);
+    const other = await cliSession(null, { inProcess: true });
     try {
       const result = await other.run(['--data-dir', empty, '--url', `https://127.0.0.1:${await closedPort()}`, 'whoami'], { env: { PANELCTL_TOKEN: 'x' } });
       expect(result.code).toBe(1);
@@ -179,9 +181,10 @@ describe.skipIf(!pg.url)(`a database URL on a data directory that holds a JSON s
     const jsonDir = await makeDataDir();
     const other = await makeDataDir();
     try {
-      await initDataDir(jsonDir);
+      // Initialised in process (as `panelctl init` does it); the daemon start is the point.
+      await initPanel(jsonDir, { password: ADMIN_PASSWORD });
       // The database gets its panel from another data directory, as on a second server.
-      await initDataDir(other, ADMIN_PASSWORD, url);
+      await initPanel(other, { password: ADMIN_PASSWORD, databaseUrl: url });
       const detached = await runCli(['daemon', 'start', '--data-dir', jsonDir, '--port', '0'], { env: { PANELCTL_DATABASE_URL: url } });
       try {
         expect(detached.code, detached.stderr).toBe(0);
@@ -202,30 +205,33 @@ describe.skipIf(!pg.url)(`a database URL on a data directory that holds a JSON s
 
 const BASH_COMPLETION = '/usr/share/bash-completion/bash_completion';
 
+// A daemon names itself by host and process: the first is the in-process app (this worker's
+// pid), the second a daemon process on the same database.
 describe.skipIf(!pg.url)(`two daemons on one database${pg.url ? '' : ` (skipped: ${pg.reason})`}`, () => {
   it('each log entry names the daemon that made the attempt', async () => {
     const url = await createDatabase(pg.url!, 'panelctl_first_hour');
     const tls = await makeReceiverTls();
     const receiver = await startReceiver(tls);
-    const options = { databaseUrl: url, args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } };
-    const first = await startDaemon(options);
+    const first = await buildTestApp({ databaseUrl: url, allowPrivateWebhooks: true, webhookCa: [tls.cert] });
+    let firstOpen = true;
     let second: TestDaemon | undefined;
     try {
       const token = await first.login();
       const created = await first.request('POST', '/webhooks', { token, body: { url: receiver.url, events: '*', secret: 'first-hour-secret' } });
       const id = created.body.data.id as number;
       const byFirst = await first.request('POST', `/webhooks/${id}/test`, { token });
-      expect(byFirst.body.data.daemon).toBe(`${hostname()}:${first.proc.pid}`);
-      second = await startDaemon(options);
+      expect(byFirst.body.data.daemon).toBe(`${hostname()}:${process.pid}`);
+      second = await startDaemon({ databaseUrl: url, args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
       // Only the second is left to make the next attempt.
-      await first.stop();
+      await first.close();
+      firstOpen = false;
       const bySecond = await second.request('POST', `/webhooks/${id}/test`, { token });
       expect(bySecond.body.data.daemon).toBe(`${hostname()}:${second.proc.pid}`);
       const log = await second.request('GET', `/webhooks/${id}/deliveries`, { token });
-      expect(log.body.data.map((entry: { daemon: string }) => entry.daemon)).toEqual([`${hostname()}:${second.proc.pid}`, `${hostname()}:${first.proc.pid}`]);
+      expect(log.body.data.map((entry: { daemon: string }) => entry.daemon)).toEqual([`${hostname()}:${second.proc.pid}`, `${hostname()}:${process.pid}`]);
     } finally {
       await second?.dispose();
-      await first.dispose();
+      if (firstOpen) await first.close();
       await receiver.close();
       await tls.dispose();
     }

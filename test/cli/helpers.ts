@@ -1,28 +1,56 @@
-// Helpers of the CLI tests: the built CLI pointed at a test daemon with its own config
-// directory, an independent TOTP (RFC 6238) for 2FA, a pseudo-terminal through script(1),
-// and long-running CLI children. (The HTTPS receiver is test/helpers/receiver.ts.)
+// Helpers of the CLI tests: the CLI pointed at a test daemon with its own config directory
+// (built, or in process), the fake-API fixture of the run-*.test.ts files, an independent TOTP
+// (RFC 6238) for 2FA, a pseudo-terminal through script(1), and long-running CLI children.
+// (The HTTPS receiver is test/helpers/receiver.ts.)
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtempSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect } from 'vitest';
-import { BIN, runCli, type CliResult } from '../helpers/cli.js';
+import { afterAll, afterEach, beforeEach, expect } from 'vitest';
+import { BIN, runCli, runInProcess, type CliResult, type InProcessOptions } from '../helpers/cli.js';
+import { FakeApi } from '../helpers/fake-api.js';
 import type { TestDaemon } from '../helpers/daemon.js';
 import { track } from '../helpers/processes.js';
 
-export interface CliSession {
-  configDir: string;
-  env: NodeJS.ProcessEnv;
-  /** panelctl --data-dir D --url U ARGS… with this session's config directory. */
+export interface CliRunner {
+  /** panelctl --data-dir D --url U ARGS… with the session's config directory. */
   run(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult>;
   /** Runs with --json, expects exit 0, returns the parsed stdout. */
   json<T = any>(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv }): Promise<T>;
+}
+
+export interface CliSession extends CliRunner {
+  configDir: string;
+  env: NodeJS.ProcessEnv;
+  /** The built CLI as a child process, whichever way `run` goes: where the process is the point. */
+  built: CliRunner;
   dispose(): Promise<void>;
 }
 
-/** A config directory of its own (PANELCTL_CONFIG_DIR), so tests never see a real login. */
-export async function cliSession(daemon: TestDaemon | null): Promise<CliSession> {
+function runner(run: CliRunner['run']): CliRunner {
+  return {
+    run,
+    async json(args, options = {}) {
+      const result = await run(['--json', ...args], options);
+      expect(result, `panelctl ${args.join(' ')}`).toMatchObject({ code: 0 });
+      try {
+        return JSON.parse(result.stdout);
+      } catch {
+        throw new Error(`panelctl ${args.join(' ')} printed no JSON: ${result.stdout}\n${result.stderr}`);
+      }
+    },
+  };
+}
+
+/**
+ * A config directory of its own (PANELCTL_CONFIG_DIR), so tests never see a real login.
+ * `inProcess`: `run` and `json` run the CLI's source in this process (runInProcess, with its real
+ * HTTP layer) against the daemon: the same argv, daemon, answers and exit codes without a node
+ * start per command; `built` still spawns the built CLI.
+ */
+export async function cliSession(daemon: Pick<TestDaemon, 'dataDir' | 'url'> | null, options: { inProcess?: boolean } = {}): Promise<CliSession> {
   const configDir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
   const env: NodeJS.ProcessEnv = {
     PANELCTL_CONFIG_DIR: configDir,
@@ -32,22 +60,55 @@ export async function cliSession(daemon: TestDaemon | null): Promise<CliSession>
     PANEL_DATA_DIR: '',
   };
   const target = daemon ? ['--data-dir', daemon.dataDir, '--url', daemon.url] : [];
-  const session: CliSession = {
+  const built = runner((args, o = {}) => runCli([...target, ...args], { input: o.input, env: { ...env, ...o.env }, timeoutMs: o.timeoutMs }));
+  const local = runner((args, o = {}) => runInProcess([...target, ...args], { input: o.input, env: { ...env, ...o.env } }));
+  return {
+    ...(options.inProcess ? local : built),
     configDir,
     env,
-    run: (args, options = {}) => runCli([...target, ...args], { input: options.input, env: { ...env, ...options.env }, timeoutMs: options.timeoutMs }),
-    async json(args, options = {}) {
-      const result = await session.run(['--json', ...args], options);
-      expect(result, `panelctl ${args.join(' ')}`).toMatchObject({ code: 0 });
-      try {
-        return JSON.parse(result.stdout);
-      } catch {
-        throw new Error(`panelctl ${args.join(' ')} printed no JSON: ${result.stdout}\n${result.stderr}`);
-      }
-    },
+    built,
     dispose: () => rm(configDir, { recursive: true, force: true }),
   };
-  return session;
+}
+
+// ─── The CLI in process against a fake API, a fresh one per test ───
+
+export interface FakeApiCli {
+  /** The fake daemon: emptied before each test, verified after it (no request left unanswered). */
+  api: FakeApi;
+  /** The config directory, empty at the start of each test; the data directory is `data` in it. */
+  dir: string;
+  /** `panelctl ARGS…` in process against `api`, with these directories and the fixture's variables. */
+  cli(args: string[], options?: InProcessOptions): Promise<CliResult>;
+}
+
+/**
+ * The fixture of the run-*.test.ts files (gh's runF with httpmock): registers the hooks that
+ * give each test an empty config directory and a fake API without stubs, and fail a test that
+ * sent a request no stub answered. `env` is added to every run (e.g. a token).
+ * @example
+ * const { api, cli } = useFakeApi({ PANELCTL_TOKEN: 'jwt' });
+ * it('lists keys', async () => {
+ *   api.on('GET', '/auth/api-keys', { data: [] });
+ *   expect((await cli(['keys', 'list'])).code).toBe(0);
+ * });
+ */
+export function useFakeApi(env: NodeJS.ProcessEnv = {}): FakeApiCli {
+  const api = new FakeApi();
+  const base = mkdtempSync(join(tmpdir(), 'panelctl-cfg-'));
+  const dir = join(base, 'config');
+  beforeEach(async () => {
+    api.reset();
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { mode: 0o700 });
+  });
+  afterEach(() => api.verify());
+  afterAll(() => rm(base, { recursive: true, force: true }));
+  return {
+    api,
+    dir,
+    cli: (args, options = {}) => runInProcess(args, { api, ...options, env: { PANELCTL_CONFIG_DIR: dir, PANEL_DATA_DIR: join(dir, 'data'), ...env, ...options.env } }),
+  };
 }
 
 // ─── TOTP (RFC 6238: SHA-1, 6 digits, 30 s), independent of the daemon's implementation ───

@@ -2,7 +2,8 @@
 // private-network allowance, forwarding to a plain-HTTP receiver on loopback. The receiver gets
 // the event signed with the secret listen printed, the CLI prints a line with the status, and
 // the attempt is logged like any delivery: on the delivery stream and in `watch` (rendered with
-// ink-testing-library from watch's own data source against the same daemon).
+// ink-testing-library from watch's own data source against the same daemon). listen runs as the
+// built CLI (Ctrl-C ends it); the other commands run in process against the daemon.
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -44,7 +45,7 @@ describe('panelctl listen', () => {
     port = (server.address() as AddressInfo).port;
     // No --allow-private-webhooks, no NODE_EXTRA_CA_CERTS: the daemon never connects to the receiver.
     daemon = await startDaemon();
-    cli = await cliSession(daemon);
+    cli = await cliSession(daemon, { inProcess: true });
     await cli.json(['login', '--email', 'admin@localhost', '--password-stdin'], { input: 'admin-password-1\n' });
   });
   afterEach(() => cleanup());

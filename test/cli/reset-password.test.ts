@@ -1,6 +1,6 @@
 // `panelctl admin reset-password` for the data directory's owner, with the daemon running (end to
-// end: the built CLI, a real daemon, a signed admin JWT against POST /admin/users/:id/password)
-// and stopped (in process: the command works on the store under the lock, then the in-process
+// end: the built CLI once, then in process, against a real daemon, a signed admin JWT against
+// POST /admin/users/:id/password) and stopped (in process: the command works on the store under the lock, then the in-process
 // app opens it again): the new password works, the old one and every JWT issued before no longer
 // do, and the password is printed only when the command generated it.
 import { rm } from 'node:fs/promises';
@@ -71,16 +71,16 @@ describe('panelctl admin reset-password', () => {
   });
 
   it('with the daemon running: a generated password is printed once (and works); an unknown email is exit 1', async () => {
-    const result = await reset(daemon.dataDir, CUSTOMER, undefined, true);
+    const result = await reset(daemon.dataDir, CUSTOMER, undefined, true, true);
     expect(result.code, result.stderr).toBe(0);
     const printed = JSON.parse(result.stdout);
     expect(printed).toEqual({ id: customerId, email: CUSTOMER, daemon: 'running', password: expect.stringMatching(/^\S{24}$/) });
     expect(result.stderr).toContain('shown only once');
     expect(await daemon.login(CUSTOMER, printed.password)).toMatch(/^eyJ/);
-    const chosen = await reset(daemon.dataDir, CUSTOMER, 'cora-password-3', true);
+    const chosen = await reset(daemon.dataDir, CUSTOMER, 'cora-password-3', true, true);
     expect(JSON.parse(chosen.stdout).password).toBeNull();
 
-    const unknown = await reset(daemon.dataDir, 'nobody@localhost', 'whatever-123');
+    const unknown = await reset(daemon.dataDir, 'nobody@localhost', 'whatever-123', false, true);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no user with email nobody@localhost');
   });

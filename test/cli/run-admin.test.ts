@@ -1,12 +1,9 @@
 // users, settings, events, subscriptions and sites in process against a fake API: argv → the
 // requests sent → the lines printed (JSON, piped rows, a table on a terminal) and exit codes.
 // The real daemon walk of these families is admin.test.ts.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runInProcess, type InProcessOptions } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
 import { FakeApi } from '../helpers/fake-api.js';
+import { useFakeApi } from './helpers.js';
 
 const CREATED = '2025-05-01T12:00:00.000Z';
 const ADMIN = { id: 1, email: 'admin@localhost', name: 'Administrator', role: 'admin', two_factor_enabled: false, created_at: CREATED };
@@ -15,21 +12,7 @@ const SUB = { id: 3, customer_id: 2, main_domain: 'carol.example', is_default: t
 const SITE = { id: 4, subscription_id: 3, domain: 'www.carol.example', created_at: CREATED };
 const SETTINGS = { jwt_ttl_seconds: 86400, rate_limit_mode: 'both', webhook_allow_private_networks: false, login_max_attempts: 5 };
 
-let configDir: string;
-let api: FakeApi;
-
-beforeEach(async () => {
-  configDir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
-  api = new FakeApi();
-});
-afterEach(async () => {
-  api.verify();
-  await rm(configDir, { recursive: true, force: true });
-});
-
-function cli(args: string[], options: InProcessOptions = {}) {
-  return runInProcess(args, { api, ...options, env: { PANELCTL_CONFIG_DIR: configDir, PANEL_DATA_DIR: join(configDir, 'data'), PANELCTL_TOKEN: 'jwt', ...options.env } });
-}
+const { api, dir: configDir, cli } = useFakeApi({ PANELCTL_TOKEN: 'jwt' });
 
 describe('users', () => {
   it('create: the password from stdin is sent and not shown; a generated one is sent and shown once', async () => {

@@ -1,31 +1,14 @@
 // listen, watch, daemon status, completion and usage in process (fake IO; listen over a fake
 // event stream). Their real-process walks: listen.test.tsx, test/tui/watch-e2e.test.ts,
 // first-hour.test.ts, closed-pipe.test.ts.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { runInProcess, type InProcessOptions } from '../helpers/cli.js';
-import { FakeApi } from '../helpers/fake-api.js';
+import { describe, expect, it, vi } from 'vitest';
+import { useFakeApi } from './helpers.js';
 
 const SESSION = { session_id: 'ls-1', endpoint_id: 12, events: '*', secret: 'ab'.repeat(32) };
 const PUSH = { delivery_id: '3f1c2a9e-8b4d-4e2f-9a61-0c7d5e4b8a12', event: 'site.created', headers: { 'x-webhook-event': 'site.created' }, body: '{"event":"site.created","data":{"site_id":5}}' };
 
-let dir: string;
-let api: FakeApi;
-
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
-  api = new FakeApi();
-});
-afterEach(async () => {
-  api.verify();
-  await rm(dir, { recursive: true, force: true });
-});
-
-function cli(args: string[], options: InProcessOptions = {}) {
-  return runInProcess(args, { api, ...options, env: { PANELCTL_CONFIG_DIR: dir, PANEL_DATA_DIR: join(dir, 'data'), PANELCTL_TOKEN: 'jwt', ...options.env } });
-}
+const { api, dir, cli } = useFakeApi({ PANELCTL_TOKEN: 'jwt' });
 
 describe('listen', () => {
   it('prints each pushed event, reports it as received, and exits 4 naming why when the daemon ends the session for its credential', async () => {

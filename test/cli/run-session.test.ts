@@ -1,33 +1,17 @@
 // login, logout, whoami, keys and 2fa in process against a fake API (gh's runF + httpmock):
 // argv → the requests sent → the lines printed and the exit code (CONTRACT section 5: 0 ok,
 // 1 error, 2 usage, 4 auth). The real daemon walk of these families is session.test.ts.
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runInProcess, type InProcessOptions } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
 import { FakeApi } from '../helpers/fake-api.js';
+import { useFakeApi } from './helpers.js';
 
 const URL = 'https://127.0.0.1:3443';
 const ADMIN = { id: 1, email: 'admin@localhost', name: 'Administrator', role: 'admin' };
 const KEY = { id: 3, name: 'ci-deploy', key_prefix: 'ncp_0123456789abcdef', last_used_at: null, expires_at: '2099-01-31T00:00:00Z', created_at: '2025-05-01T12:00:00.000Z' };
 
-let configDir: string;
-let api: FakeApi;
-
-beforeEach(async () => {
-  configDir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
-  api = new FakeApi();
-});
-afterEach(async () => {
-  api.verify();
-  await rm(configDir, { recursive: true, force: true });
-});
-
-/** panelctl ARGS… with this test's config and data directories. */
-function cli(args: string[], options: InProcessOptions = {}) {
-  return runInProcess(args, { api, ...options, env: { PANELCTL_CONFIG_DIR: configDir, PANEL_DATA_DIR: join(configDir, 'data'), ...options.env } });
-}
+const { api, dir: configDir, cli } = useFakeApi();
 
 const withToken = (token = 'jwt-1') => ({ env: { PANELCTL_TOKEN: token } });
 

@@ -1,12 +1,9 @@
 // The webhooks commands in process against a fake API: argv → requests → lines and exit codes,
 // with the retry wait of test/redeliver, the spinner on a terminal, and --follow over a fake
 // event stream. The real daemon and receiver walk of this family is webhooks.test.ts.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { runInProcess, type InProcessOptions } from '../helpers/cli.js';
-import { FakeApi } from '../helpers/fake-api.js';
+import { describe, expect, it, vi } from 'vitest';
+import { useFakeApi } from './helpers.js';
 import { entry } from '../tui/fixtures.js';
 
 const ENDPOINT = {
@@ -21,21 +18,7 @@ const ENDPOINT = {
   updated_at: '2025-05-01T12:00:00.000Z',
 };
 
-let configDir: string;
-let api: FakeApi;
-
-beforeEach(async () => {
-  configDir = await mkdtemp(join(tmpdir(), 'panelctl-cfg-'));
-  api = new FakeApi();
-});
-afterEach(async () => {
-  api.verify();
-  await rm(configDir, { recursive: true, force: true });
-});
-
-function cli(args: string[], options: InProcessOptions = {}) {
-  return runInProcess(args, { api, ...options, env: { PANELCTL_CONFIG_DIR: configDir, PANEL_DATA_DIR: join(configDir, 'data'), PANELCTL_TOKEN: 'jwt', ...options.env } });
-}
+const { api, dir: configDir, cli } = useFakeApi({ PANELCTL_TOKEN: 'jwt' });
 
 const echoEndpoint = (req: { body?: any }) => ({ data: { ...ENDPOINT, ...req.body, secret: undefined } });
 

@@ -1,7 +1,9 @@
-// login, logout, whoami, keys and 2fa of the built CLI against a real daemon, end to end once
-// per family: what only the real thing shows (the daemon's refusals, TLS verification, a key
-// that works and stops working, a revoked session, TOTP codes, prompts on a terminal). The
-// commands' parsing, output and exit codes are tested in process: run-session.test.ts.
+// login, logout, whoami, keys and 2fa against a real daemon, end to end once per family: what
+// only the real thing shows (the daemon's refusals, TLS verification, a key that works and stops
+// working, a revoked session, TOTP codes, prompts on a terminal). The commands run in process
+// against the daemon; the login that writes the config file, and the terminal prompts, run as
+// the built CLI. The commands' parsing, output and exit codes against a fake API:
+// run-session.test.ts.
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +17,7 @@ describe('panelctl login, logout, whoami, keys and 2fa against the daemon', () =
 
   beforeAll(async () => {
     daemon = await startDaemon();
-    cli = await cliSession(daemon);
+    cli = await cliSession(daemon, { inProcess: true });
   });
   afterAll(async () => {
     await cli?.dispose();
@@ -33,7 +35,7 @@ describe('panelctl login, logout, whoami, keys and 2fa against the daemon', () =
     expect(untrusted.code).toBe(1);
     expect(untrusted.stderr).toMatch(/TLS certificate of https:\/\/127\.0\.0\.1:\d+ not trusted \([A-Z_]+\): pass the daemon's certificate with --ca FILE/);
 
-    const login = await cli.run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+    const login = await cli.built.run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(login.code).toBe(0);
     expect(login.stderr).toContain(`Logged in to ${daemon.url} as ${ADMIN_EMAIL} (admin)`);
     expect((await stat(join(cli.configDir, 'config.json'))).mode & 0o777).toBe(0o600);

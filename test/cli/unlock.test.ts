@@ -1,7 +1,8 @@
-// `panelctl admin unlock` for the data directory's owner: end to end with the built CLI and a
-// real daemon while it runs (a signed admin JWT against POST /admin/unlock); a locked-out address
-// logs in again, a login refused by a lockout exits 4 with the daemon's message said once, and
-// `admin reset-password` ends the account's second-factor lock. With the daemon stopped (through
+// `panelctl admin unlock` for the data directory's owner: end to end with a real daemon while it
+// runs (a signed admin JWT against POST /admin/unlock); a locked-out address logs in again, a
+// login refused by a lockout exits 4 with the daemon's message said once, and `admin
+// reset-password` ends the account's second-factor lock. The commands run in process against
+// the daemon, the unlock that ends the address's lockout as the built CLI. With the daemon stopped (through
 // the store under the lock) and with --database-url, the command runs in process against the
 // in-process app's data directory or database: what is checked there is the store it changes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { runInProcess } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
-import { cliSession, currentStep, totp, type CliSession } from './helpers.js';
+import { cliSession, currentStep, totp, type CliRunner, type CliSession } from './helpers.js';
 
 /** Wrong logins from the test's address (127.0.0.1) until the daemon (or app) locks it. */
 async function lockOut(daemon: Pick<TestDaemon, 'request'>): Promise<void> {
@@ -28,11 +29,11 @@ describe('panelctl admin unlock', () => {
 
   const login = (password = ADMIN_PASSWORD, extra: string[] = [], email = ADMIN_EMAIL) =>
     cli.run(['login', '--email', email, '--password-stdin', ...extra], { input: `${password}\n` });
-  const unlock = (args: string[] = [], json = false) => cli.run([...(json ? ['--json'] : []), 'admin', 'unlock', ...args]);
+  const unlock = (args: string[] = [], json = false, runner: CliRunner = cli) => runner.run([...(json ? ['--json'] : []), 'admin', 'unlock', ...args]);
 
   beforeAll(async () => {
     daemon = await startDaemon();
-    cli = await cliSession(daemon);
+    cli = await cliSession(daemon, { inProcess: true });
     // The lockout (variant B) alone: the login request rate would answer 429 first otherwise.
     const put = await daemon.request('PUT', '/admin/settings', { token: await daemon.login(), body: { rate_limit_mode: 'lockout' } });
     expect(put.status, put.text).toBe(200);
@@ -57,7 +58,7 @@ describe('panelctl admin unlock', () => {
     expect(JSON.parse(other.stdout)).toEqual({ addresses: 0, accounts: 0, daemon: 'running' });
     expect((await login()).code).toBe(4);
 
-    const done = await unlock(['--ip', '127.0.0.1']);
+    const done = await unlock(['--ip', '127.0.0.1'], false, cli.built);
     expect(done.code, done.stderr).toBe(0);
     expect(done.stderr + done.stdout).toContain('through the running daemon');
     const again = await login();

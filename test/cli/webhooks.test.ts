@@ -1,7 +1,8 @@
-// Webhook commands of the built CLI against a real daemon delivering to a real HTTPS receiver
-// on loopback, end to end once: create (generated secret), show, test (signed; with the real
-// retry), redeliver, --follow (JSON lines, and plain text until Ctrl-C), secret rotation,
-// delete. Flags, output and exit codes of every webhooks command: run-webhooks.test.ts.
+// Webhook commands against a real daemon delivering to a real HTTPS receiver on loopback, end to
+// end once: create (generated secret), show, test (signed; with the real retry), redeliver,
+// --follow (JSON lines, and plain text until Ctrl-C), secret rotation, delete. The commands run
+// in process against the daemon; create and the two --follow runs (ended by SIGINT) run as the
+// built CLI. Flags, output and exit codes of every webhooks command: run-webhooks.test.ts.
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { cliSession, spawnCli, type CliSession } from './helpers.js';
-
 
 function signatureOk(received: { headers: Record<string, unknown>; body: string }, secret: string): boolean {
   const expected = `sha256=${createHmac('sha256', secret).update(received.body).digest('hex')}`;
@@ -31,7 +31,7 @@ describe('panelctl webhooks', () => {
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls);
     daemon = await startDaemon({ args: ['--allow-private-webhooks'], env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-    cli = await cliSession(daemon);
+    cli = await cliSession(daemon, { inProcess: true });
     const login = await cli.run(['login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(login.code).toBe(0);
   });
@@ -44,7 +44,7 @@ describe('panelctl webhooks', () => {
   });
 
   it('creates an endpoint with a generated secret, shown once in the JSON', async () => {
-    const result = await cli.run(['--json', 'webhooks', 'create', '--url', receiver.url, '--events', 'site.created, webhook.test', '--generate-secret']);
+    const result = await cli.built.run(['--json', 'webhooks', 'create', '--url', receiver.url, '--events', 'site.created, webhook.test', '--generate-secret']);
     expect(result.code).toBe(0);
     const created = JSON.parse(result.stdout);
     expect(created).toMatchObject({ id: expect.any(Number), url: receiver.url, events: 'site.created,webhook.test', active: true, secret: expect.stringMatching(/^[0-9a-f]{64}$/) });

@@ -60,12 +60,21 @@ describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () 
     if (shots && !process.env.PANELCTL_SCREENSHOT_DIR) await rm(shots, { recursive: true, force: true });
   });
 
-  async function open(width: number): Promise<Page> {
+  /**
+   * The page at a window width, loaded once and read by every test of that width: the checks
+   * only look (and scroll), and loading Swagger UI is most of each test's time.
+   */
+  const pages = new Map<number, Promise<Page>>();
+  async function load(width: number): Promise<Page> {
     const page = await browser.newPage({ ignoreHTTPSErrors: true, viewport: { width, height: 900 } });
     await page.goto(`${base}/api/docs`, { waitUntil: 'load', timeout: 30_000 });
     await page.locator('.swagger-ui .info .title').waitFor({ timeout: 30_000 });
     await page.locator('.swagger-ui .info table').first().waitFor();
     return page;
+  }
+  function open(width: number): Promise<Page> {
+    if (!pages.has(width)) pages.set(width, load(width));
+    return pages.get(width)!;
   }
 
   it('shows the panelctl mark in the top bar', async () => {
@@ -89,7 +98,6 @@ describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () 
     const mark = await logo.screenshot();
     await writeFile(join(shots, 'logo.png'), mark);
     expect(pngSize(mark).width).toBeGreaterThan(100);
-    await page.close();
   }, 60_000);
 
   for (const width of [1280, 640]) {
@@ -112,8 +120,7 @@ describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () 
       const shot = await table.screenshot();
       await writeFile(join(shots, `error-table-${width}.png`), shot);
       expect(pngSize(shot).width).toBeLessThanOrEqual(width);
-      await page.close();
-    }, 60_000);
+      }, 60_000);
   }
 
   it('shows no raw backticks in operation summaries', async () => {
@@ -124,6 +131,5 @@ describe.skipIf(!haveChromium)('the look of /api/docs in headless Chromium', () 
     expect(summaries.filter((s) => s.includes('`'))).toEqual([]);
     // The one that had the most of them reads as text.
     expect(summaries).toContain("The caller's endpoints (admins: user_id for a user's, all for everyone's), a page at a time");
-    await page.close();
   }, 60_000);
 });

@@ -90,6 +90,17 @@ export class FakeApi implements Transport {
     return this.requests.filter((r) => r.method === method && matches(path, r.path));
   }
 
+  /** Forgets every stub, request and stream: the API of the next test (useFakeApi). */
+  reset(): void {
+    this.requests.length = 0;
+    this.unmatched.length = 0;
+    this.streams.length = 0;
+    this.#stubs = [];
+    this.#streamStubs = [];
+    this.#failure = null;
+    this.#streamWaiters = [];
+  }
+
   /** Fails the test when a request found no stub. */
   verify(): void {
     expect(this.unmatched.map((r) => `${r.method} ${r.path}`), 'requests no stub answered').toEqual([]);

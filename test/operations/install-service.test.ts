@@ -1,6 +1,7 @@
 // `panelctl daemon install-service`: the unit it prints passes `systemd-analyze verify`, runs this
 // panelctl's `daemon start --foreground` on the data directory with the hardening asked for, and
-// keeps the database URL out of the unit (in a 0600 EnvironmentFile).
+// keeps the database URL out of the unit (in a 0600 EnvironmentFile). The first run is the built
+// CLI; the others run the command in process (the unit names the same node and bin/panelctl.js).
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderEnvironment, systemdQuote } from '../../src/cli/service/unit.js';
-import { BIN, runCli } from '../helpers/cli.js';
+import { BIN, runCli, runInProcess } from '../helpers/cli.js';
 
 const run = promisify(execFile);
 const ANALYZE = ['/usr/bin/systemd-analyze', '/bin/systemd-analyze'].find((path) => spawnSync(path, ['--version']).status === 0);
@@ -26,11 +27,11 @@ describe('daemon install-service', { timeout: 60_000 }, () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const install = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-    runCli(['daemon', 'install-service', '--data-dir', dataDir, ...args], { env: { PANELCTL_DATABASE_URL: '', ...env } });
+  const install = (args: string[], env: NodeJS.ProcessEnv = {}, run: typeof runCli = runInProcess) =>
+    run(['daemon', 'install-service', '--data-dir', dataDir, ...args], { env: { PANELCTL_DATABASE_URL: '', ...env } });
 
   it('--print: a system unit running daemon start --foreground on the data directory, hardened', async () => {
-    const result = await install(['--print', '--port', '8443']);
+    const result = await install(['--print', '--port', '8443'], {}, runCli);
     expect(result.code, result.stderr).toBe(0);
     const unit = result.stdout;
     expect(unit).toContain(`ExecStart=${process.execPath} ${BIN} daemon start --foreground --data-dir "${dataDir}" --port 8443\n`);
