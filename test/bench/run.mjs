@@ -293,11 +293,16 @@ async function createEndpoints(admin, url, count, events = 'site.created') {
 }
 
 // 2. Dispatch: 10 endpoints × 1,000 events vs raw signed undici POSTs to the same receiver.
+// Besides the rates, each round's CPU time is taken: the daemon's (publishing and delivering)
+// and this process's (the receiver, and in the raw rounds the sender too), per delivery, so a
+// change can be judged on the work it removes rather than on the noisy wall clock alone.
+// BENCH_DISPATCH_ROUNDS sets the rounds (default 3, 1 with --quick).
 async function benchDispatch() {
   const dataDir = await makeDataDir();
   const tls = await tlsOf(dataDir);
   const receiver = await startReceiver(tls);
   const daemon = await startDaemon(dataDir, { env: { NODE_EXTRA_CA_CERTS: join(dataDir, 'tls/cert.pem') } });
+  const rounds = Number(process.env.BENCH_DISPATCH_ROUNDS ?? (QUICK ? 1 : 3));
   try {
     const admin = await login(daemon.url, tls.cert);
     await admin.call('PUT', '/admin/settings', BENCH_SETTINGS);
@@ -307,19 +312,40 @@ async function benchDispatch() {
     const raws = [];
     const agent = new Agent({ connect: { ca: tls.cert }, connections: 64 });
     const publisher = await makePublisher(admin);
+    /** `run` with the CPU it cost the daemon and this process, in µs per delivery. */
+    const withCpu = async (run) => {
+      const daemonBefore = await cpuSeconds(daemon.pid);
+      const selfBefore = process.cpuUsage();
+      const result = await run();
+      const self = process.cpuUsage(selfBefore);
+      const daemonCpu = (await cpuSeconds(daemon.pid)) - daemonBefore;
+      return { ...result, daemonCpuUs: (daemonCpu * 1e6) / result.deliveries, benchCpuUs: (self.user + self.system) / result.deliveries };
+    };
     try {
-      for (let round = 0; round < (QUICK ? 1 : 3); round++) {
+      for (let round = 0; round < rounds; round++) {
         log(`dispatch: daemon (round ${round + 1})…`);
-        panels.push(await dispatchRun(publisher, receiver));
+        panels.push(await withCpu(() => dispatchRun(publisher, receiver)));
         log(`dispatch: raw undici (round ${round + 1})…`);
-        raws.push(await rawRun(receiver, agent));
+        raws.push(await withCpu(() => rawRun(receiver, agent)));
+        const [p, r] = [panels[round], raws[round]];
+        log(`  round ${round + 1}: ${Math.round(p.rate)} vs ${Math.round(r.rate)} deliveries/s (${(p.rate / r.rate).toFixed(2)}); CPU µs a delivery: daemon ${p.daemonCpuUs.toFixed(0)} + receiver/publisher ${p.benchCpuUs.toFixed(0)}, raw sender+receiver ${r.benchCpuUs.toFixed(0)}`);
       }
     } finally {
       await agent.close();
     }
     const ratios = panels.map((p, i) => p.rate / raws[i].rate);
     const middle = ratios.indexOf(median(ratios));
-    results.dispatch = { panel: panels[middle], raw: raws[middle], ratio: ratios[middle], ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios), ratios, panelMedianRate: median(panels.map((p) => p.rate)) };
+    results.dispatch = {
+      panel: panels[middle],
+      raw: raws[middle],
+      ratio: ratios[middle],
+      ratioMin: Math.min(...ratios),
+      ratioMax: Math.max(...ratios),
+      ratios,
+      panelMedianRate: median(panels.map((p) => p.rate)),
+      daemonCpuUs: median(panels.map((p) => p.daemonCpuUs)),
+      rawCpuUs: median(raws.map((r) => r.benchCpuUs)),
+    };
   } finally {
     await stopDaemon(daemon);
     await receiver.close();
