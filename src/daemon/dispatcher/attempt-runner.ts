@@ -81,10 +81,27 @@ export async function runAttempt(delivery: DeliveryRecord, endpoint: WebhookReco
   };
 }
 
+/**
+ * The parsed bodies of recent events, by body: an event's deliveries share one body (the fan-out
+ * to each endpoint), so it is parsed once for all their log entries, which share the (never
+ * modified) payload. Only small bodies are kept, so the map stays small whatever events carry.
+ */
+const parsed = new Map<string, unknown>();
+const PARSED_MOST = 256;
+const PARSED_BODY_MOST = 16 * 1024;
+
 function parsePayload(body: string): unknown {
+  const known = parsed.get(body);
+  if (known !== undefined) return known;
+  let payload: unknown;
   try {
-    return JSON.parse(body);
+    payload = JSON.parse(body);
   } catch {
-    return body;
+    payload = body;
   }
+  if (body.length <= PARSED_BODY_MOST) {
+    if (parsed.size >= PARSED_MOST) parsed.delete(parsed.keys().next().value!);
+    parsed.set(body, payload);
+  }
+  return payload;
 }

@@ -1,15 +1,11 @@
-// The delivery worker, wired from its parts: the scheduler (what is claimed and what runs next),
-// the attempt runner (one request and its outcome), the recorder (batched writes of outcomes
-// and log entries) and the log relay (entries to streams and waiters). Several daemons may
-// share one outbox, so work is taken in leased claims.
-//
-// The claim loop: claim what the scheduler asks for, start what has room, then sleep until the
-// next delivery falls due, the store announces outbox work, a slot comes free, or the safety
-// poll (another daemon's leases end without a word). Manual sends (test, redeliver) are
-// claimed by id at once, outside the limits.
+// The delivery worker, wired from its parts: the claimer (asks the store for due deliveries),
+// the scheduler (what is claimed and what runs next), the attempt runner (one request and its
+// outcome), the recorder (batched writes of outcomes and log entries) and the log relay
+// (entries to streams and waiters). Several daemons may share one outbox, so work is taken in
+// leased claims. This file only connects them: which attempt starts, what its answer frees,
+// and what its recorded outcome tells.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError, type Store } from '../../store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
@@ -17,6 +13,7 @@ import { UnavailableLog } from '../unavailable-log.js';
 import { NO_METRICS, reasonClass, type DaemonMetrics } from '../metrics/metrics.js';
 import { isOperational } from '../../shared/events.js';
 import { EventBus } from './bus.js';
+import { Claimer } from './claimer.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { runAttempt, type AttemptRun, type Sender } from './attempt-runner.js';
 import { DeliveryNotAttempted, LogRelay, type EntryListener } from './log-relay.js';
@@ -31,8 +28,6 @@ export const LEASE_MS = 60_000;
  * attempt, so an attempt signs with the secret current when it is made (within this).
  */
 const ENDPOINT_FRESH_MS = 1_000;
-/** Claims made in one turn of the loop at most, before it looks at manual sends and stopping again. */
-const CLAIMS_PER_TURN = 16;
 
 /** The endpoints of one claimed batch, read in one go. */
 type EndpointsRead = { at: number; endpoints: Promise<Map<number, WebhookRecord>> };
@@ -68,9 +63,6 @@ export function defaultOwnerId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }
 
-/** The loop's life: `idle` before start, `running`, `stopping` once stop was called. */
-type LoopState = 'idle' | 'running' | 'stopping';
-
 export class Dispatcher {
   readonly owner: string;
   /** This daemon's attempts of the last minute (daemon status). */
@@ -82,30 +74,21 @@ export class Dispatcher {
   readonly #policyOf: PolicyOf;
   /** Each endpoint's policy as its record was last read (a claimed batch's read refreshes it). */
   readonly #policies = new Map<number, EndpointPolicy>();
-  readonly #leaseMs: number;
-  readonly #pollMs: number;
   readonly #log: DispatcherOptions['log'];
   readonly #metrics: DaemonMetrics;
   readonly #events: Pick<EventBus, 'publish'>;
   /** A store that is down fails every turn and every batch: one line per interval for all of them. */
   readonly #unavailable = new UnavailableLog();
   readonly #scheduler: Scheduler<EndpointsRead>;
+  readonly #claimer: Claimer<EndpointsRead>;
   readonly #recorder: Recorder;
   readonly #relay: LogRelay;
   /** Told of this daemon's own attempts once recorded (log lines, auto-disable). */
   readonly #attemptListeners = new Set<(entry: DeliveryLogEntry) => void>();
   /** Attempts started and not yet recorded, by delivery id. */
   readonly #jobs = new Map<string, Promise<void>>();
-  /** Manual deliveries to claim at once. */
-  readonly #manual = new Set<string>();
-
-  #state: LoopState = 'idle';
-  #loop: Promise<void> | null = null;
-  /** When the loop last began a turn (performance.now()), for readiness; null before the first. */
-  #turnedAt: number | null = null;
-  /** Woken since the turn began: the loop turns again before sleeping. */
-  #woken = false;
-  #wakeSleeper: (() => void) | null = null;
+  /** Attempts answered in this turn of the event loop, whose slots are freed together at its end. */
+  #answered: Array<{ id: string; answer: Answer }> = [];
   #unsubscribe: () => void = () => undefined;
 
   constructor(options: DispatcherOptions) {
@@ -114,8 +97,7 @@ export class Dispatcher {
     this.#sender = options.sender;
     this.#allowPrivate = options.allowPrivate;
     this.#policyOf = options.policyOf ?? ((endpointId) => this.#policies.get(endpointId) ?? DEFAULT_POLICY);
-    this.#leaseMs = options.leaseMs ?? LEASE_MS;
-    this.#pollMs = options.pollMs ?? 1_000;
+    const leaseMs = options.leaseMs ?? LEASE_MS;
     this.owner = options.owner ?? defaultOwnerId();
     this.#log = options.log;
     this.#metrics = options.metrics ?? NO_METRICS;
@@ -123,8 +105,22 @@ export class Dispatcher {
     this.#scheduler = new Scheduler({
       concurrency: options.concurrency ?? 256,
       ownerShare: options.ownerShare ?? 64,
-      holdMs: this.#leaseMs / 2,
+      holdMs: leaseMs / 2,
       policyOf: this.#policyOf,
+    });
+    this.#claimer = new Claimer({
+      store: this.#store,
+      clock: this.#clock,
+      scheduler: this.#scheduler,
+      owner: this.owner,
+      leaseMs,
+      pollMs: options.pollMs ?? 1_000,
+      read: (deliveries) => this.#readEndpoints(deliveries),
+      knows: (endpointId) => this.#policies.has(endpointId),
+      launchReady: () => this.#launchReady(),
+      launch: (held) => this.#launch(held),
+      handBack: (deliveries) => this.#handBack(deliveries),
+      failed: (error, message) => this.#failed(error, {}, message),
     });
     this.#relay = new LogRelay(this.#store, (error, message) => this.#failed(error, {}, message));
     this.#recorder = new Recorder({
@@ -134,7 +130,7 @@ export class Dispatcher {
         this.#relay.written(entries);
         for (const entry of entries) this.#tellAttempt(entry);
         // Retries now wait in the outbox: the loop looks at when they fall due.
-        this.#wake();
+        this.#claimer.wake();
       },
       failedBatch: (error, size) => this.#failed(error, { deliveries: size }, 'could not record webhook attempts'),
     });
@@ -145,21 +141,18 @@ export class Dispatcher {
    * poll (1 s) while it is healthy, so a long silence means it waits on something stuck.
    */
   loopState(): { running: boolean; sinceTurnMs: number | null } {
-    return { running: this.#state === 'running', sinceTurnMs: this.#turnedAt === null ? null : performance.now() - this.#turnedAt };
+    return { running: this.#claimer.running, sinceTurnMs: this.#claimer.sinceTurnMs };
   }
 
   /** Starts the claim loop (pending deliveries from before a restart go out as they fall due). */
   start(): void {
-    if (this.#state !== 'idle') return;
-    this.#state = 'running';
+    if (this.#claimer.state !== 'idle') return;
     this.#unsubscribe = this.#store.changes.subscribe((change) => {
-      if (change.kind === 'outbox') {
-        this.#scheduler.announce();
-        this.#wake();
-      } else if (change.kind === 'logged') this.#relay.announced(change.ids);
+      if (change.kind === 'outbox') this.#claimer.announced();
+      else if (change.kind === 'logged') this.#relay.announced(change.ids);
       else if (change.collection === 'webhooks') this.#relay.endpointsChanged();
     });
-    this.#loop = this.#run().catch((error) => this.#log?.error({ err: error }, 'the webhook dispatcher stopped'));
+    this.#claimer.start();
   }
 
   /**
@@ -168,13 +161,12 @@ export class Dispatcher {
    * or another daemon.
    */
   async stop(): Promise<void> {
-    const wasRunning = this.#state === 'running';
-    this.#state = 'stopping';
-    this.#wake();
+    const wasRunning = this.#claimer.running;
+    const stopped = this.#claimer.stop();
     for (const id of this.#relay.waiting()) {
       if (!this.#jobs.has(id)) this.#relay.settle(id, new DeliveryNotAttempted('stopping', 'the daemon is stopping; the delivery stays queued and is made after it starts again'));
     }
-    await this.#loop;
+    await stopped;
     if (wasRunning) await this.#handBack(this.#scheduler.drainReady());
     await Promise.allSettled([...this.#jobs.values()]);
     await this.#recorder.flush();
@@ -190,7 +182,7 @@ export class Dispatcher {
    * be missed.
    */
   firstAttempt(deliveryId: string): Promise<DeliveryLogEntry> {
-    if (this.#state === 'stopping') return Promise.reject(new DeliveryNotAttempted('stopping', 'the daemon is stopping'));
+    if (this.#claimer.state === 'stopping') return Promise.reject(new DeliveryNotAttempted('stopping', 'the daemon is stopping'));
     return this.#relay.firstAttempt(deliveryId);
   }
 
@@ -201,9 +193,7 @@ export class Dispatcher {
 
   /** Claims a queued manual delivery at once, whatever the slots in use. */
   sendNow(deliveryId: string): void {
-    if (this.#state !== 'running') return;
-    this.#manual.add(deliveryId);
-    this.#wake();
+    this.#claimer.claimNow(deliveryId);
   }
 
   /** Calls `listener` with each attempt this daemon made, once recorded; returns the unsubscribe. */
@@ -226,101 +216,11 @@ export class Dispatcher {
     return this.#scheduler.running;
   }
 
-  // --- the claim loop -------------------------------------------------------------------
-
-  #wake(): void {
-    this.#woken = true;
-    const wake = this.#wakeSleeper;
-    this.#wakeSleeper = null;
-    wake?.();
-  }
-
-  async #run(): Promise<void> {
-    while (this.#state === 'running') {
-      this.#turnedAt = performance.now();
-      this.#woken = false;
-      let wait = this.#pollMs;
-      try {
-        await this.#claimManual();
-        await this.#claimDue();
-        // Woken meanwhile (a slot came free, work was queued): claim again first.
-        if (this.#woken || this.#state !== 'running') continue;
-        const due = await this.#store.outbox.nextDueAt();
-        const now = this.#clock();
-        // Due now but not claimable (leased, or its endpoint or owner without room): a slot
-        // coming free or the safety poll brings the loop back.
-        if (due !== null && due > now) wait = Math.min(due - now, this.#pollMs);
-      } catch (error) {
-        this.#failed(error, {}, 'could not take webhook deliveries from the outbox');
-      }
-      if (this.#woken || this.#state !== 'running') continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.#wakeSleeper = null;
-          // Deliveries fall due (and other daemons' leases end) without a word: claim afresh.
-          this.#scheduler.announce();
-          resolve();
-        }, wait);
-        this.#wakeSleeper = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  }
-
-  async #claimManual(): Promise<void> {
-    if (this.#manual.size === 0) return;
-    const ids = [...this.#manual];
-    this.#manual.clear();
-    const claimed = await this.#store.outbox.claim({ owner: this.owner, now: this.#clock(), leaseMs: this.#leaseMs, limit: ids.length, perEndpoint: ids.length, ids });
-    // Claimed by another daemon (or already attempted): its log entry reaches the waiter through the change feed.
-    if (this.#state !== 'running') return this.#handBack(claimed);
-    const read = this.#readEndpoints(claimed);
-    for (const delivery of claimed) {
-      const held = this.#scheduler.runNow(delivery, read, this.#clock());
-      if (held) this.#launch(held);
-    }
-  }
-
-  /** Claims what the scheduler asks for until it asks for nothing more, starting what has room. */
-  async #claimDue(): Promise<void> {
-    for (let round = 0; round < CLAIMS_PER_TURN && this.#state === 'running'; round++) {
-      this.#launchReady();
-      const shape = this.#scheduler.nextClaim();
-      if (!shape) return;
-      const claimed = await this.#store.outbox.claim({
-        owner: this.owner,
-        now: this.#clock(),
-        leaseMs: this.#leaseMs,
-        limit: shape.limit,
-        perEndpoint: shape.perEndpoint,
-        skipEndpoints: shape.skipEndpoints,
-        skipOwners: shape.skipOwners,
-      });
-      if (this.#state !== 'running') return this.#handBack(claimed);
-      if (claimed.length === 0) {
-        this.#scheduler.foundNothing(shape);
-        continue;
-      }
-      // An endpoint's policy (its cap) is known before its first deliveries are held: a batch
-      // with an endpoint not read before waits for the read (its attempts awaited it anyway; a
-      // failed one fails them, see #readEndpoints). Known endpoints go on with the policy last
-      // read, which this read refreshes.
-      const read = this.#readEndpoints(claimed);
-      if (claimed.some((d) => !this.#policies.has(d.endpoint_id))) {
-        await read.endpoints.catch(() => undefined);
-        if (this.#state !== 'running') return this.#handBack(claimed);
-      }
-      const excess = this.#scheduler.hold(claimed, read, this.#clock());
-      void this.#handBack(excess);
-    }
-    this.#launchReady();
-  }
+  // --- starting attempts ------------------------------------------------------------
 
   /** Starts the ready deliveries that have room; hands back those held too long. */
   #launchReady(): void {
-    if (this.#state !== 'running') return;
+    if (!this.#claimer.running) return;
     const now = this.#clock();
     const { start, stale } = this.#scheduler.launchable(now);
     const reread = start.filter((held) => now - held.batch.at > ENDPOINT_FRESH_MS);
@@ -377,35 +277,42 @@ export class Dispatcher {
 
   #launch(held: Held<EndpointsRead>): void {
     const { delivery } = held;
-    // The slot is for the network exchange: it is freed once the answer is in (a turn later,
-    // so undici has the connection back in its pool before the next attempt looks for one),
-    // while the outcome waits for the next batch. Its retry is claimable only once recorded.
-    let answer: Answer = 'not attempted';
     let freed = false;
-    const free = () => {
+    const free = (answer: Answer) => {
       if (freed) return;
       freed = true;
-      setImmediate(() => {
-        this.#scheduler.finished(delivery.id, answer);
-        if (this.#state !== 'running') return;
-        // A ready delivery takes the slot now, even while the loop waits for a claim.
-        this.#launchReady();
-        this.#wake();
-      });
+      this.#free(delivery.id, answer);
     };
-    const job = this.#attempt(held, (run) => {
-      if (run.kind === 'made') answer = run.answer;
-      free();
-    })
+    const job = this.#attempt(held, (run) => free(run.kind === 'made' ? run.answer : 'not attempted'))
       .catch((error) => {
         this.#failed(error, { delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
         this.#relay.settle(delivery.id, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
       })
       .finally(() => {
-        free();
+        free('not attempted');
         this.#jobs.delete(delivery.id);
       });
     this.#jobs.set(delivery.id, job);
+  }
+
+  /**
+   * An attempt's slot is for the network exchange: it is freed once the answer is in, while the
+   * outcome waits for the recorder's next batch (its retry is claimable only once recorded).
+   * The slots answered in one turn are freed together at its end (by then undici has their
+   * connections back in its pool for the next attempts), then the ready deliveries take them,
+   * even while the claimer waits for a claim.
+   */
+  #free(id: string, answer: Answer): void {
+    this.#answered.push({ id, answer });
+    if (this.#answered.length > 1) return;
+    setImmediate(() => {
+      const answered = this.#answered;
+      this.#answered = [];
+      for (const { id, answer } of answered) this.#scheduler.finished(id, answer);
+      if (!this.#claimer.running) return;
+      this.#launchReady();
+      this.#claimer.wake();
+    });
   }
 
   /** One attempt of one held delivery; resolves once its outcome (and log entry) is recorded. */

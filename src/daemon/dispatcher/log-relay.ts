@@ -125,6 +125,9 @@ export class LogRelay {
   }
 
   #pass(entry: DeliveryLogEntry): void {
+    // Nobody to tell: nothing to remember either (an entry that comes again once someone
+    // listens is told then, once).
+    if (this.#waiters.size === 0 && this.#listeners.size === 0) return;
     if (this.#told.has(entry.id)) return;
     this.#told.add(entry.id);
     if (this.#told.size > TOLD_MOST) for (const id of [...this.#told].slice(0, TOLD_MOST / 2)) this.#told.delete(id);

@@ -1,11 +1,11 @@
 // One webhook attempt over HTTPS: one shared undici Agent with keep-alive, a 10 s limit for the
 // whole attempt (connect, headers and body), no redirects (undici follows none unless told),
 // at most 4096 bytes of the answer read, and the SSRF guard applied where sockets connect.
-import { EventEmitter } from 'node:events';
-import type { Readable } from 'node:stream';
+// An attempt is one undici dispatch with its own small handler (the answer's bytes go straight
+// into a buffer list): no response stream, no abort signal and no promise wrapper per attempt.
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { Agent, buildConnector } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { errorReason, statusReason, timeoutReason } from './failure-reason.js';
 import { BlockedTargetError, checkLiteralHost, guardedLookup } from './ssrf.js';
 import { ATTEMPT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from '../../shared/webhook-protocol.js';
@@ -54,39 +54,6 @@ export function truncateUtf8(bytes: Buffer, limit: number): string {
   return text;
 }
 
-/** Reads a body until it ends or `limit` bytes have come, then stops reading it. */
-function readAtMost(body: Readable, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    // The error listener stays: a body given up (destroyed) may still report an error, and an
-    // error event with no listener would take the process down. Rejecting a settled promise is a no-op.
-    const cleanup = () => {
-      body.off('data', onData);
-      body.off('end', onEnd);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size < limit) return;
-      // The rest of the body is never read: destroying the stream gives up its connection.
-      onEnd();
-      body.destroy();
-    };
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.on('error', onError);
-  });
-}
-
 /** Where a URL points, parsed once per distinct URL (endpoints are few; their URLs are reused). */
 const targets = new Map<string, { origin: string; path: string }>();
 function targetOf(url: string): { origin: string; path: string } {
@@ -131,45 +98,18 @@ export class WebhookSender {
    * @example
    * const result = await sender.send('https://hooks.example/in', headers, body, false);
    */
-  async send(url: string, headers: Record<string, string>, body: string, allowPrivate: boolean): Promise<AttemptResult> {
+  send(url: string, headers: Record<string, string>, body: string, allowPrivate: boolean): Promise<AttemptResult> {
     // A listen session's endpoint: the CLI makes the request, the daemon only hands it over.
     if (this.#local?.handles(url)) return this.#local.send(url, headers, body);
-    const started = performance.now();
-    // undici takes an EventEmitter as abort signal; cheaper than an AbortController per attempt.
-    const abort = new EventEmitter();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abort.emit('abort');
-    }, this.#timeoutMs);
-    const done = (status_code: number, response: string, success: boolean, reason: string | null): AttemptResult => ({
-      status_code,
-      response,
-      success,
-      duration_ms: Math.round(performance.now() - started),
-      reason,
-    });
-    try {
-      const target = targetOf(url);
-      const answer = await this.#agentFor(allowPrivate).request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers,
-        body,
-        signal: abort,
-      });
-      const received = await readAtMost(answer.body, MAX_RESPONSE_BYTES);
-      const status = answer.statusCode;
-      return done(status, truncateUtf8(received, MAX_RESPONSE_BYTES), status >= 200 && status < 300, statusReason(status));
-    } catch (error) {
-      if (timedOut) {
-        return done(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false, timeoutReason(this.#timeoutMs));
+    return new Promise((resolve) => {
+      const exchange = new Exchange(this.#timeoutMs, resolve);
+      try {
+        const target = targetOf(url);
+        this.#agentFor(allowPrivate).dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, exchange);
+      } catch (error) {
+        exchange.onResponseError(null, error as Error);
       }
-      return done(0, describeError(error), false, errorReason(error));
-    } finally {
-      clearTimeout(timer);
-    }
+    });
   }
 
   async close(): Promise<void> {
@@ -206,5 +146,79 @@ export class WebhookSender {
       if (refused) return callback(refused, null);
       return connect(options, callback);
     };
+  }
+}
+
+/** Raised into an exchange to stop it: the time-out, or the answer's bytes read up to the limit. */
+class ExchangeStop extends Error {}
+
+/**
+ * One attempt's exchange: collects the status and at most MAX_RESPONSE_BYTES of the answer,
+ * and resolves once with the outcome. The time-out resolves at once and aborts the request
+ * (undici aborts a request not yet on a socket as soon as it gets one).
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly #started = performance.now();
+  readonly #timeoutMs: number;
+  readonly #resolve: (result: AttemptResult) => void;
+  readonly #timer: NodeJS.Timeout;
+  #controller: Dispatcher.DispatchController | null = null;
+  #status = 0;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #settled = false;
+
+  constructor(timeoutMs: number, resolve: (result: AttemptResult) => void) {
+    this.#timeoutMs = timeoutMs;
+    this.#resolve = resolve;
+    this.#timer = setTimeout(() => this.#timedOut(), timeoutMs);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#settled) controller.abort(new ExchangeStop('timed out'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#status = statusCode;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    if (this.#size < MAX_RESPONSE_BYTES) return;
+    // The rest of the answer is never read: aborting gives up its connection.
+    this.#answered();
+    controller.abort(new ExchangeStop('answer read up to the limit'));
+  }
+
+  onResponseEnd(): void {
+    this.#answered();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    if (this.#settled) return;
+    this.#settle(0, describeError(error), false, errorReason(error));
+  }
+
+  #answered(): void {
+    if (this.#settled) return;
+    const status = this.#status;
+    const received = this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#size);
+    this.#settle(status, truncateUtf8(received, MAX_RESPONSE_BYTES), status >= 200 && status < 300, statusReason(status));
+  }
+
+  #timedOut(): void {
+    if (this.#settled) return;
+    this.#settle(0, `timed out: no complete answer within ${this.#timeoutMs / 1000} s`, false, timeoutReason(this.#timeoutMs));
+    this.#controller?.abort(new ExchangeStop('timed out'));
+  }
+
+  #settle(status_code: number, response: string, success: boolean, reason: string | null): void {
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#chunks = [];
+    this.#resolve({ status_code, response, success, duration_ms: Math.round(performance.now() - this.#started), reason });
   }
 }
