@@ -250,6 +250,9 @@ export class Dispatcher {
         // Due now but not claimable (leased, or its endpoint or owner without room): a slot
         // coming free or the safety poll brings the loop back.
         if (due !== null && due > now) wait = Math.min(due - now, this.#pollMs);
+        // A ready delivery waiting for its endpoint's rate starts on time, not at the next poll.
+        const turn = this.#scheduler.nextLaunchAt;
+        if (turn !== null) wait = Math.min(wait, Math.max(1, turn - now));
       } catch (error) {
         this.#failed(error, {}, 'could not take webhook deliveries from the outbox');
       }
