@@ -21,6 +21,7 @@ import { RecentAttempts } from './recent-attempts.js';
 import { runAttempt, type AttemptRun, type Sender } from './attempt-runner.js';
 import { DeliveryNotAttempted, LogRelay, type EntryListener } from './log-relay.js';
 import { Recorder } from './recorder.js';
+import { SecretSweep } from './secret-sweep.js';
 import { DEFAULT_POLICY, Scheduler, policyOfRecord, type Answer, type EndpointPolicy, type Held, type PolicyOf } from './scheduler.js';
 
 export { DeliveryNotAttempted, type EntryListener } from './log-relay.js';
@@ -98,6 +99,7 @@ export class Dispatcher {
   readonly #jobs = new Map<string, Promise<void>>();
   /** Manual deliveries to claim at once. */
   readonly #manual = new Set<string>();
+  readonly #secretSweep: SecretSweep;
 
   #state: LoopState = 'idle';
   #loop: Promise<void> | null = null;
@@ -126,6 +128,7 @@ export class Dispatcher {
       holdMs: this.#leaseMs / 2,
       policyOf: this.#policyOf,
     });
+    this.#secretSweep = new SecretSweep(this.#store, (error) => this.#failed(error, {}, 'could not drop expired previous secrets'));
     this.#relay = new LogRelay(this.#store, (error, message) => this.#failed(error, {}, message));
     this.#recorder = new Recorder({
       store: this.#store,
@@ -241,6 +244,7 @@ export class Dispatcher {
       this.#woken = false;
       let wait = this.#pollMs;
       try {
+        this.#secretSweep.tick(this.#clock());
         await this.#claimManual();
         await this.#claimDue();
         // Woken meanwhile (a slot came free, work was queued): claim again first.
