@@ -137,6 +137,7 @@ async function twoDispatchers() {
   return {
     store,
     senders,
+    dispatchers,
     now,
     advance: (ms: number) => void (clock += ms),
     requests: () => [...senders[0].requests, ...senders[1].requests],
@@ -145,6 +146,7 @@ async function twoDispatchers() {
     publish: (n: number) => events.publish({ event: 'site.created', data: { site_id: n, domain: `s${n}.example.org` }, owner_id: user.id }),
     async close() {
       for (const s of senders) s.releaseAll();
+      // Stopped ones stop again at once.
       await Promise.all(dispatchers.map((d) => d.stop()));
       await Promise.all(stores.map((s) => s.close()));
       await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
@@ -194,5 +196,20 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
     await vi.waitFor(() => expect(w.requests()).toHaveLength(12), WAIT);
     expect(new Set(w.requests().map((r) => r.deliveryId)).size).toBe(12);
     expect(peak).toBe(2);
+  });
+
+  it("hands a capped endpoint to the other dispatcher when its holder stops, without waiting for the hold to end", async () => {
+    const w = (world = await twoDispatchers());
+    await w.endpoint({ max_in_flight: 1 });
+    await w.publish(0);
+    await vi.waitFor(() => expect(w.requests()).toHaveLength(1), WAIT);
+    const holder = w.senders[0].requests.length === 1 ? 0 : 1;
+    const other = 1 - holder;
+    // The holder stops (its attempt made and recorded); the clock does not move, so the hold
+    // would still be live had it not been given up.
+    await w.dispatchers[holder].stop();
+    for (let i = 1; i <= 3; i++) await w.publish(i);
+    await vi.waitFor(() => expect(w.senders[other].requests).toHaveLength(3), WAIT);
+    expect(w.senders[holder].requests).toHaveLength(1);
   });
 });

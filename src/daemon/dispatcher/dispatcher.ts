@@ -181,6 +181,8 @@ export class Dispatcher {
     if (wasRunning) await this.#handBack(this.#scheduler.drainReady());
     await Promise.allSettled([...this.#jobs.values()]);
     await this.#recorder.flush();
+    // Its attempts are recorded: the endpoints it held for their caps go to other daemons now.
+    if (wasRunning) await this.#store.outbox.leave(this.owner).catch((error) => this.#failed(error, {}, 'could not hand over held endpoints'));
     // The entries of the last attempts reach the open streams before those are ended.
     await this.#relay.idle();
     this.#unsubscribe();

@@ -311,6 +311,10 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
       );
       if (rowCount) work.announce(OUTBOX_NOTICE);
     },
+    async leave(owner) {
+      const { rowCount } = await work.query('UPDATE endpoint_claims SET holder = NULL, holder_until = 0 WHERE holder = $1', [owner]);
+      if (rowCount) work.announce(OUTBOX_NOTICE);
+    },
     async nextDueAt() {
       // The earliest of each endpoint's first due (the per-endpoint due index).
       const { rows } = await work.query<{ due: number | null }>(
