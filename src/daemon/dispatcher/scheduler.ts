@@ -18,9 +18,9 @@
 // endpoint's RATE_AHEAD_MS of turns), so a slot that comes free is filled at once instead of
 // after a claim's round trip. Ready deliveries wait in a queue per endpoint, so finding what may
 // start costs the endpoints with ready work, not the deliveries held back by their endpoint's
-// limits. Fairness is applied at
-// claim time by skipping endpoints and owners without room, and at run time: what a claim
-// brought beyond an owner's or endpoint's room is handed back at once.
+// limits. Fairness is applied at claim time by skipping endpoints and owners without room, and
+// at run time: what a claim brought beyond an owner's or endpoint's room is handed back at once,
+// and endpoints that started attempts go behind those waiting for a slot.
 import type { DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAY_MS } from '../../shared/webhook-protocol.js';
 
