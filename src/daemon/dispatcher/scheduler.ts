@@ -276,14 +276,18 @@ export class Scheduler<B> {
         stale.push(held.delivery);
       }
       let started = false;
-      while (queue.length > 0 && this.#running < this.#concurrency && this.#hasRoom(queue[0].delivery)) {
-        const turn = this.#turnOf(queue[0].delivery, now);
-        if (turn > now) {
-          this.#nextLaunchAt = this.#nextLaunchAt === null ? turn : Math.min(this.#nextLaunchAt, turn);
-          break;
-        }
+      const policy = this.#policyOf(endpointId);
+      while (queue.length > 0 && this.#running < this.#concurrency && this.#hasRoom(queue[0].delivery, policy)) {
         const held = queue[0];
-        this.#run(held, now);
+        if (policy.ratePerSecond !== null) {
+          const turn = this.#turnOf(held.delivery, now);
+          if (turn > now) {
+            this.#nextLaunchAt = this.#nextLaunchAt === null ? turn : Math.min(this.#nextLaunchAt, turn);
+            break;
+          }
+          this.#tookTurn(held.delivery, policy.ratePerSecond, now);
+        }
+        this.#run(held);
         start.push(held);
         started = true;
       }
@@ -305,7 +309,9 @@ export class Scheduler<B> {
     if (this.#held.has(delivery.id)) return null;
     const held: Held<B> = { delivery, state: 'ready', claimedAt: now, batch };
     this.#add(held);
-    this.#run(held, now);
+    const { ratePerSecond } = this.#policyOf(delivery.endpoint_id);
+    if (ratePerSecond !== null) this.#tookTurn(delivery, ratePerSecond, now);
+    this.#run(held);
     return held;
   }
 
@@ -343,33 +349,29 @@ export class Scheduler<B> {
   }
 
   /**
-   * When a ready delivery may start by its endpoint's rate: the turn the store gave it, else
-   * this daemon's next turn for the endpoint (now when it has no rate).
+   * When a ready delivery to a rate-limited endpoint may start: the turn the store gave it, else
+   * this daemon's next turn for the endpoint.
    */
   #turnOf(delivery: DeliveryRecord, now: number): number {
-    if (this.#policyOf(delivery.endpoint_id).ratePerSecond === null) return now;
     return delivery.not_before ?? this.#nextSendAt.get(delivery.endpoint_id) ?? now;
   }
 
   /**
-   * Moves this daemon's own turn of a rate-limited endpoint on by one step from the attempt
-   * starting now: from its turn when it starts on time or a little late (so wake-up delays do not
-   * lower the rate), from now when it is later than that (after an idle spell: no burst).
+   * A rate-limited endpoint's attempt starts now. Turns given by the store are the store's
+   * schedule; otherwise this daemon's own turn moves on by one step: from its turn when it
+   * starts on time or a little late (so wake-up delays do not lower the rate), from now when it
+   * is later than that (after an idle spell: no burst).
    */
-  #tookTurn(endpointId: number, now: number): void {
-    const { ratePerSecond } = this.#policyOf(endpointId);
-    if (ratePerSecond === null) {
-      this.#nextSendAt.delete(endpointId);
-      return;
-    }
+  #tookTurn(delivery: DeliveryRecord, ratePerSecond: number, now: number): void {
+    if (delivery.not_before !== undefined) return;
     const step = 1000 / ratePerSecond;
-    const turn = this.#nextSendAt.get(endpointId);
+    const turn = this.#nextSendAt.get(delivery.endpoint_id);
     const from = turn !== undefined && now - turn <= Math.min(RATE_SLACK_MS, step) ? turn : now;
-    this.#nextSendAt.set(endpointId, from + step);
+    this.#nextSendAt.set(delivery.endpoint_id, from + step);
   }
 
-  #hasRoom(delivery: DeliveryRecord): boolean {
-    const cap = this.#probing.has(delivery.endpoint_id) ? 1 : this.#policyOf(delivery.endpoint_id).maxInFlight;
+  #hasRoom(delivery: DeliveryRecord, policy: EndpointPolicy): boolean {
+    const cap = this.#probing.has(delivery.endpoint_id) ? 1 : policy.maxInFlight;
     if (this.#runningByEndpoint.get(delivery.endpoint_id) >= cap) return false;
     return delivery.owner_id === null || this.#runningByOwner.get(delivery.owner_id) < this.#ownerShare;
   }
@@ -384,10 +386,8 @@ export class Scheduler<B> {
     if (held.delivery.owner_id !== null) this.#heldByOwner.add(held.delivery.owner_id, 1);
   }
 
-  #run(held: Held<B>, now: number): void {
+  #run(held: Held<B>): void {
     this.#unready(held);
-    // Turns given by the store are the store's schedule; this daemon spaces only its own.
-    if (held.delivery.not_before === undefined) this.#tookTurn(held.delivery.endpoint_id, now);
     held.state = 'running';
     this.#running++;
     this.#runningByEndpoint.add(held.delivery.endpoint_id, 1);
