@@ -94,9 +94,12 @@ chosen AS MATERIALIZED (
 ), taken AS MATERIALIZED (
   SELECT c.* FROM chosen c ${LOCK('c')}
 ), per_endpoint AS (
-  SELECT r.endpoint_id, min(r.cap) AS cap, count(c.t) AS chosen, count(k.t) AS taken
-  FROM ranked r LEFT JOIN chosen c ON c.t = r.t LEFT JOIN taken k ON k.t = r.t
-  GROUP BY r.endpoint_id
+  -- Counted per endpoint, then joined by endpoint: the server's generic plan of a join of the
+  -- candidates on their row addresses walked them all for each one.
+  SELECT a.endpoint_id, a.cap, coalesce(c.n, 0) AS chosen, coalesce(k.n, 0) AS taken
+  FROM (SELECT endpoint_id, min(cap) AS cap FROM ranked GROUP BY endpoint_id) a
+  LEFT JOIN (SELECT endpoint_id, count(*) AS n FROM chosen GROUP BY endpoint_id) c ON c.endpoint_id = a.endpoint_id
+  LEFT JOIN (SELECT endpoint_id, count(*) AS n FROM taken GROUP BY endpoint_id) k ON k.endpoint_id = a.endpoint_id
 ), spares AS (
   SELECT r.* FROM ranked r JOIN per_endpoint e ON e.endpoint_id = r.endpoint_id
   WHERE r.t NOT IN (SELECT t FROM chosen) AND r.rank - e.chosen <= e.cap - e.taken
@@ -135,7 +138,7 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
 
 /**
  * Claims due deliveries in one statement ($6: endpoints to skip, $7: owners to skip). The
- * candidates are each endpoint's first 2 × cap claimable deliveries, walked in due order on the
+ * candidates are each endpoint's first 2 × $5 claimable deliveries, walked in due order on the
  * per-endpoint index from the endpoints that have pending work (the pending_endpoints skip
  * scan; paused endpoints left out), so a claim costs the endpoints with work, not the backlog; of
  * those, the first 3 × $4 in due order, as row addresses: enough for the claim and for what two
@@ -181,7 +184,7 @@ WITH eps AS MATERIALIZED (
     WHERE x.endpoint_id = a.endpoint_id AND ${CLAIMABLE}
       AND (x.owner_id IS NULL OR NOT (x.owner_id = ANY ($7::bigint[])))
     ORDER BY x.next_attempt_at, x.created_at
-    LIMIT 2 * a.cap
+    LIMIT 2 * $5::int
   ) c
   WHERE a.cap > 0
   ORDER BY c.next_attempt_at, c.created_at, c.id
