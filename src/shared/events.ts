@@ -115,3 +115,8 @@ export function normaliseEventList(input: string): { value: string } | { error: 
   }
   return { value: [...new Set(names)].join(',') };
 }
+
+/** The exact bytes a receiver gets: `{ event, timestamp, data }`. */
+export function payloadBody(event: string, timestamp: string, data: Record<string, unknown>): string {
+  return JSON.stringify({ event, timestamp, data });
+}

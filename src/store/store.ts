@@ -11,6 +11,7 @@
 // are what every request or every attempt writes; a crash may lose the newest of them, and what
 // it loses is either worth nothing after it or made good by an attempt made again
 // (at-least-once delivery: receivers deduplicate by X-Webhook-Delivery).
+import { payloadBody } from '../shared/events.js';
 import type { Settings, SettingsPatch } from '../shared/settings.js';
 import type {
   ApiKeyRecord,
@@ -80,7 +81,20 @@ export interface SubscriptionsRepository {
    * customer's other subscriptions lose the mark in the same transaction.
    */
   insert(record: NewRecord<SubscriptionRecord>): Promise<SubscriptionRecord>;
+  /**
+   * `insert` and the subscription's event (`event`, owned by the customer) in one step: both
+   * commit, or neither does. One round trip on PostgreSQL outside a transaction. Conflicts as
+   * for insert.
+   */
+  create(record: NewRecord<SubscriptionRecord>, event: RecordEvent): Promise<SubscriptionRecord>;
   update(id: number, patch: Partial<Pick<SubscriptionRecord, 'status' | 'updated_at'>>): Promise<SubscriptionRecord | undefined>;
+  /**
+   * Gives the subscription `status` with its event (`event`, owned by the customer) in one step,
+   * as `update` with the event published: both commit, or neither does (one round trip on
+   * PostgreSQL outside a transaction). Conflicts: `subscriptions.missing`, `subscriptions.status`
+   * (it has that status already, however many ask at once: nothing is changed or published).
+   */
+  setStatus(id: number, status: SubscriptionRecord['status'], updatedAt: string, event: RecordEvent): Promise<SubscriptionRecord>;
   /** Removes the subscription with its sites. */
   remove(id: number): Promise<SubscriptionRecord | undefined>;
 }
@@ -97,7 +111,88 @@ export interface SitesRepository {
    * another customer's subscription), `subscriptions.missing` (the subscription does not exist).
    */
   insert(record: NewRecord<SiteRecord>): Promise<SiteRecord>;
+  /**
+   * A site made the way `POST /sites` makes it, with its event (`event`, owned by the
+   * subscription's customer), in one step: the subscription chosen and checked, the site
+   * inserted under the domain rule and the event published commit together, or nothing does.
+   * One round trip on PostgreSQL outside a transaction (a write a route hands over whole, so it
+   * costs no BEGIN, reads or COMMIT of its own). Conflicts: those of `insert`, and
+   * `subscriptions.forbidden` (the named subscription is another customer's),
+   * `subscriptions.none` (no subscription named and the customer has none),
+   * `subscriptions.inactive` (the subscription is not active; the message says which and why).
+   */
+  create(site: NewSite, event: RecordEvent): Promise<SiteRecord>;
   remove(id: number): Promise<SiteRecord | undefined>;
+  /**
+   * `remove` as `DELETE /sites/:id` makes it, with its event (`event`, owned by the site's
+   * customer), in one step: both commit, or neither does (one round trip on PostgreSQL outside a
+   * transaction). Answers the removed site. Conflicts: `sites.missing` (no such site, or removed
+   * meanwhile), `sites.forbidden` (the site of another customer than `customerId`; null: an
+   * admin, who may remove any).
+   */
+  delete(id: number, customerId: number | null, event: RecordEvent): Promise<SiteRecord>;
+}
+
+/** A site for `SitesRepository.create`. */
+export interface NewSite {
+  /** The subscription to create it in; absent: the customer's default (see `defaultFor`). */
+  subscription_id?: number;
+  /**
+   * The customer it is made for: only their own subscription is taken, and theirs is the
+   * default. Null: an admin, who may name any subscription (and must name one).
+   */
+  customer_id: number | null;
+  domain: string;
+  created_at: string;
+}
+
+/**
+ * The event a write publishes about the record it creates, changes or removes, stamped by the
+ * caller, in the write's own step. Its data is the record's id under `idKey`, then the fields of
+ * `data`, then the record's own `fields` (as written or removed, under their names); its
+ * deliveries carry `payloadBody` of them, as `outbox.publish` would queue them.
+ */
+export interface RecordEvent {
+  id: string;
+  event: string;
+  timestamp: string;
+  /** When the deliveries fall due (epoch ms). */
+  next_attempt_at: number;
+  idKey: string;
+  data: Record<string, unknown>;
+  /** Fields of the record (string-valued) that go into the data after `data`'s. */
+  fields?: readonly string[];
+}
+
+/** The event record and delivery template of `event` about `record` (owned by `ownerId`). */
+export function recordEventOf(
+  event: RecordEvent,
+  ownerId: number | null,
+  record: { id: number },
+): { record: EventRecord; template: DeliveryTemplate } {
+  const data: Record<string, unknown> = { [event.idKey]: record.id, ...withoutKey(event.data, event.idKey) };
+  for (const field of event.fields ?? []) data[field] = (record as unknown as Record<string, unknown>)[field];
+  return {
+    record: { id: event.id, event: event.event, owner_id: ownerId, data, timestamp: event.timestamp },
+    template: { body: payloadBody(event.event, event.timestamp, data), next_attempt_at: event.next_attempt_at, created_at: event.timestamp },
+  };
+}
+
+/**
+ * `recordEventOf`'s payload bytes split around what a backend learns only where it writes
+ * (PostgreSQL): `head + id + tail`, with `,"field":<field as JSON>` for each of `fields` before
+ * the tail, is the body `recordEventOf` makes (`fields` must not repeat a key of `data`).
+ */
+export function recordEventBodyParts(event: RecordEvent): { head: string; tail: string } {
+  const rest = JSON.stringify(withoutKey(event.data, event.idKey));
+  const head = `{"event":${JSON.stringify(event.event)},"timestamp":${JSON.stringify(event.timestamp)},"data":{${JSON.stringify(event.idKey)}:`;
+  return { head, tail: `${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}` };
+}
+
+function withoutKey(data: Record<string, unknown>, key: string): Record<string, unknown> {
+  if (!Object.hasOwn(data, key)) return data;
+  const { [key]: _dropped, ...rest } = data;
+  return rest;
 }
 
 /** A stretch of a list in id order: the records past `after`, at most `limit` of them (default: all). */
@@ -515,7 +610,9 @@ export class StoreError extends Error {
 /**
  * A write broke one of the store's rules (a unique key, a reference). `constraint` names it:
  * `users.email`, `sites.domain`, `subscriptions.main_domain`, `domains.owner`,
- * `subscriptions.missing`, `users.customer`.
+ * `subscriptions.missing`, `users.customer`, and `sites.create`'s `subscriptions.forbidden`,
+ * `subscriptions.none`, `subscriptions.inactive`, `sites.delete`'s `sites.missing` and
+ * `sites.forbidden`, `subscriptions.setStatus`'s `subscriptions.status`.
  */
 export class StoreConflictError extends StoreError {
   constructor(

@@ -7,8 +7,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { createDatabase, findPgBin, socketUrlOf, startCluster } from '../helpers/postgres.ts';
-import { ADMIN_PASSWORD, BIN, ROOT, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
+import { ADMIN_PASSWORD, BIN, ROOT, cpuSeconds, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
 
 /** A data directory initialised on `url` (schema and first admin in the database). */
@@ -24,10 +26,19 @@ async function emptyDir() {
   return mkdtemp(join(tmpdir(), 'panelctl-bench-'));
 }
 
-export async function withCluster(fn) {
+/** `serverOptions`: further `-c` options of this cluster (added to BENCH_PG_OPTIONS). */
+export async function withCluster(fn, serverOptions = '') {
   const bin = findPgBin();
   if (!bin) throw new Error('PostgreSQL benchmarks need initdb (apt-get install postgresql)');
-  const cluster = await startCluster(bin, { durable: true });
+  const previous = process.env.BENCH_PG_OPTIONS;
+  if (serverOptions) process.env.BENCH_PG_OPTIONS = [previous, serverOptions].filter(Boolean).join(' ');
+  let cluster;
+  try {
+    cluster = await startCluster(bin, { durable: true });
+  } finally {
+    if (previous === undefined) delete process.env.BENCH_PG_OPTIONS;
+    else process.env.BENCH_PG_OPTIONS = previous;
+  }
   try {
     return await fn(cluster.adminUrl);
   } finally {
@@ -89,6 +100,120 @@ export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], s
       await rm(side.dataDir, { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * What `POST /sites` writes, made by a plain `pg` pool of `clients` connections, each write in
+ * one transaction: BEGIN, the site, its site.created event, COMMIT (the inserts the daemon
+ * makes, without its checks, its choice of subscription or HTTP). Answers writes/s.
+ */
+async function poolInserts(url, subscriptionId, customerId, seconds, clients, tag) {
+  const db = new pg.Pool({ connectionString: url, max: clients });
+  let done = 0;
+  try {
+    const end = performance.now() + seconds * 1000;
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        const client = await db.connect();
+        try {
+          while (performance.now() < end) {
+            const domain = `${tag}-${next++}.bench-pool.example.com`;
+            const at = new Date().toISOString();
+            await client.query('BEGIN');
+            const { rows } = await client.query('INSERT INTO sites (subscription_id, domain, created_at) VALUES ($1, $2, $3) RETURNING id', [subscriptionId, domain, at]);
+            await client.query('INSERT INTO events (id, event, owner_id, data, "timestamp") VALUES ($1, $2, $3, $4, $5)', [
+              randomUUID(),
+              'site.created',
+              customerId,
+              JSON.stringify({ site_id: Number(rows[0].id), domain }),
+              at,
+            ]);
+            await client.query('COMMIT');
+            done++;
+          }
+        } finally {
+          client.release();
+        }
+      }),
+    );
+    return done / ((performance.now() - started) / 1000);
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * `POST /sites` on PostgreSQL (16 clients, a database of 1,000 sites, request limits on) against
+ * a plain `pg` pool of 16 making the same inserts in one transaction each, on the same database,
+ * in alternating rounds; with the statements the database ran per daemon write
+ * (`pg_stat_statements`, every top-level statement: the write's own and whatever else the daemon
+ * sends meanwhile, such as request-window counts, change notices and the feed's questions) and
+ * the daemon's CPU time per write. Runs on a cluster of its own with pg_stat_statements loaded.
+ */
+export async function benchWritesVsPool({ seconds = 10, rounds = 5, log = () => undefined, settings } = {}) {
+  return withCluster(async (adminUrl) => {
+    const url = await socketUrlOf(await createDatabase(adminUrl, 'bench_writes_pool'));
+    const dataDir = await makePgDataDir(url);
+    const { PostgresStore } = await import(join(ROOT, 'dist/store/postgres/postgres-store.js'));
+    const store = await PostgresStore.open(url);
+    const { subscriptionId, customerId } = await seedStore(store, 1_000);
+    await store.close();
+    const stats = new pg.Client({ connectionString: url });
+    await stats.connect();
+    await stats.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const daemon = await startDaemon(dataDir, { env: { PANELCTL_DATABASE_URL: url } });
+    try {
+      const tls = await tlsOf(dataDir);
+      const key = await prepareWriter(daemon, tls.cert, settings);
+      await postSites(daemon.url, tls.cert, key, subscriptionId, 2, WRITE_CLIENTS, 'warm');
+      await poolInserts(url, subscriptionId, customerId, 2, WRITE_CLIENTS, 'pool-warm');
+      const each = seconds / rounds;
+      const panel = [];
+      const plain = [];
+      const statements = [];
+      const cpu = [];
+      const counted = async () =>
+        Number((await stats.query('SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())')).rows[0].n);
+      for (let round = 0; round < rounds; round++) {
+        const daemonRound = async () => {
+          await stats.query('SELECT pg_stat_statements_reset()');
+          const cpu0 = await cpuSeconds(daemon.pid);
+          const run = await postSites(daemon.url, tls.cert, key, subscriptionId, each, WRITE_CLIENTS, `r${round}`);
+          const used = (await cpuSeconds(daemon.pid)) - cpu0;
+          // The reset itself and this count are the two statements of ours in the figure.
+          statements.push((await counted() - 2) / run.count);
+          cpu.push((used / run.count) * 1e6);
+          panel.push(run.writes);
+        };
+        const poolRound = async () => plain.push(await poolInserts(url, subscriptionId, customerId, each, WRITE_CLIENTS, `pool-r${round}`));
+        // Alternate which goes first, so neither always follows the other.
+        if (round % 2 === 0) {
+          await daemonRound();
+          await poolRound();
+        } else {
+          await poolRound();
+          await daemonRound();
+        }
+        log(`writes postgres vs pool round ${round + 1}: daemon ${Math.round(panel.at(-1))}/s (${statements.at(-1).toFixed(2)} statements, ${Math.round(cpu.at(-1))} µs CPU per write), pool ${Math.round(plain.at(-1))}/s`);
+      }
+      const ratios = panel.map((p, i) => p / plain[i]);
+      return {
+        daemon: median(panel),
+        pool: median(plain),
+        ratio: median(ratios),
+        ratioRange: [Math.min(...ratios), Math.max(...ratios)],
+        statementsPerWrite: median(statements),
+        cpuMicrosPerWrite: median(cpu),
+        rounds: panel.map((p, i) => [p, plain[i]]),
+      };
+    } finally {
+      await stopDaemon(daemon);
+      await stats.end();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, '-c shared_preload_libraries=pg_stat_statements');
 }
 
 /** Endpoints on `receiver` made through `daemon`'s admin (with the benchmark's settings); answers a publisher's API key. */

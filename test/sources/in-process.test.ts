@@ -15,7 +15,7 @@ describe('sources in-process', () => {
 
   const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: object) =>
     app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, payload }).then((r) => ({ status: r.statusCode, body: r.json() }));
-  /** Every event queued through a transaction fails as on a full disk; the transaction rolls back. */
+  /** Every event queued fails as on a full disk; the write it belongs to rolls back. */
   const failOutbox = () => {
     const original = store.transaction.bind(store);
     const failing = (tx: Repositories): Repositories =>
@@ -33,7 +33,25 @@ describe('sources in-process', () => {
         },
       });
     (store as { transaction: Store['transaction'] }).transaction = (fn) => original((tx) => fn(failing(tx)));
-    return () => void ((store as { transaction: Store['transaction'] }).transaction = original);
+    // A write with its event is one store call: it is made, then its commit fails, as the
+    // event's queueing failing would fail it (the store undoes it whole).
+    const { sites, subscriptions } = store;
+    const writes = { siteCreate: sites.create, siteDelete: sites.delete, subscriptionCreate: subscriptions.create, setStatus: subscriptions.setStatus };
+    /** `write` made in a transaction whose commit then fails. */
+    const committing = <T>(write: (tx: Repositories) => Promise<T>): Promise<T> =>
+      original(async (tx) => {
+        await write(tx);
+        throw new StoreUnavailableError('the store could not write');
+      });
+    sites.create = (site, event) => committing((tx) => tx.sites.create(site, event));
+    sites.delete = (id, customerId, event) => committing((tx) => tx.sites.delete(id, customerId, event));
+    subscriptions.create = (record, event) => committing((tx) => tx.subscriptions.create(record, event));
+    subscriptions.setStatus = (id, status, at, event) => committing((tx) => tx.subscriptions.setStatus(id, status, at, event));
+    return () => {
+      (store as { transaction: Store['transaction'] }).transaction = original;
+      Object.assign(sites, { create: writes.siteCreate, delete: writes.siteDelete });
+      Object.assign(subscriptions, { create: writes.subscriptionCreate, setStatus: writes.setStatus });
+    };
   };
 
   beforeEach(async () => {

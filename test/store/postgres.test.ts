@@ -272,6 +272,73 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     }
   });
 
+  it('keeps the domain rule exact when sites and subscriptions are created with their events, however two daemons race', async () => {
+    const c1 = await a.users.insert(user());
+    const c2 = await b.users.insert(user());
+    // The customers' own endpoints: an admin's would also take the events of the tests after this one.
+    const hooks = [(await a.webhooks.insert(webhook(c1.id))).id, (await a.webhooks.insert(webhook(c2.id))).id];
+    const created = (name: string, idKey: string, domain: string) => ({
+      id: randomUUID(),
+      event: name,
+      timestamp: now(),
+      next_attempt_at: Date.now(),
+      idKey,
+      data: { domain },
+    });
+    await a.subscriptions.insert({ customer_id: c1.id, main_domain: `crace-a-${n}.example`, is_default: true, status: 'active', created_at: now(), updated_at: now() });
+    const pending = async () => [...(await a.outbox.pendingByEndpoint(hooks)).values()].reduce((sum, n) => sum + n, 0);
+    const before = await pending();
+    for (let i = 0; i < 15; i++) {
+      const domain = `crace-${i}-${n}.example`;
+      // One daemon adds it as c1's site (in their default subscription) while the other makes it c2's main domain.
+      const results = await Promise.allSettled([
+        a.sites.create({ customer_id: c1.id, domain, created_at: now() }, created('site.created', 'site_id', domain)),
+        b.subscriptions.create(
+          { customer_id: c2.id, main_domain: domain, is_default: false, status: 'active', created_at: now(), updated_at: now() },
+          created('subscription.created', 'subscription_id', domain),
+        ),
+      ]);
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(lost.reason).toBeInstanceOf(StoreConflictError);
+      expect((lost.reason as StoreConflictError).constraint).toBe('domains.owner');
+    }
+    // The customers' endpoints got exactly the winners' events.
+    expect(await pending()).toBe(before + 15);
+    // Their deliveries go with them: the claim tests after this one claim whatever is pending.
+    for (const id of hooks) await a.webhooks.remove(id);
+  });
+
+  it('creates a site with its event in one statement outside a transaction: no BEGIN, no reads, no COMMIT of its own', async () => {
+    const c = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(c.id));
+    await a.subscriptions.insert({ customer_id: c.id, main_domain: `one-${n}.example`, is_default: true, status: 'active', created_at: now(), updated_at: now() });
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string };
+      sent.push(typeof first === 'string' ? first : (first?.text ?? ''));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query);
+    try {
+      const domain = `a.one-${n}.example`;
+      const site = await a.sites.create(
+        { customer_id: c.id, domain, created_at: now() },
+        { id: randomUUID(), event: 'site.created', timestamp: now(), next_attempt_at: Date.now(), idKey: 'site_id', data: { domain } },
+      );
+      expect(site.domain).toBe(domain);
+    } finally {
+      spy.mockRestore();
+    }
+    // Change notices go out after the commit, on their own (batched with others); the store's
+    // housekeeping, should it run meanwhile, reads no sites or subscriptions and inserts nothing.
+    const statements = sent.filter((text) => /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT)|panelctl_create_site|FROM (sites|subscriptions)|INTO (sites|events|deliveries)/i.test(text));
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toContain('panelctl_create_site');
+    expect(await a.outbox.pendingByEndpoint([hook.id])).toEqual(new Map([[hook.id, 1]]));
+    await a.webhooks.remove(hook.id);
+  });
+
   it('commits a transaction as a whole, rolls it back on a throw, and survives a conflict caught inside it', async () => {
     const boom = new Error('boom');
     const thrown = await a

@@ -4,7 +4,8 @@
 // change that emits the event and the event commit together, or neither does. Dispatchers (of
 // this daemon or another sharing the store) learn of the work from the store's change feed.
 import { randomUUID } from 'node:crypto';
-import type { Repositories, Store } from '../../store/store.js';
+import { payloadBody } from '../../shared/events.js';
+import type { RecordEvent, Repositories, Store } from '../../store/store.js';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../store/types.js';
 import type { Clock } from '../services.js';
 
@@ -26,10 +27,7 @@ export interface ManualSend {
   deliveryId?: string;
 }
 
-/** The exact bytes a receiver gets: `{ event, timestamp, data }`. */
-export function payloadBody(event: string, timestamp: string, data: Record<string, unknown>): string {
-  return JSON.stringify({ event, timestamp, data });
-}
+export { payloadBody };
 
 export class EventBus {
   constructor(
@@ -52,6 +50,19 @@ export class EventBus {
     const { event, bytes, now } = this.#event(input);
     const queued = await (tx ?? this.store).outbox.publish(event, { body: bytes, next_attempt_at: now, created_at: event.timestamp });
     return { event_id: event.id, deliveries: queued.length };
+  }
+
+  /**
+   * The event a store write publishes about its record, stamped now: its data is the record's
+   * id under `idKey`, then `data`, then the record's `fields`. The store publishes it in the
+   * write's own step, so the record, the event and its deliveries commit together.
+   * @example
+   * const site = await app.store.sites.create(site, app.events.created('site.created', 'site_id', { domain }));
+   * await app.store.sites.delete(id, customerId, app.events.created('site.deleted', 'site_id', {}, ['domain']));
+   */
+  created(event: string, idKey: string, data: Record<string, unknown>, fields: readonly string[] = []): RecordEvent {
+    const now = this.clock();
+    return { id: randomUUID(), event, timestamp: new Date(now).toISOString(), next_attempt_at: now, idKey, data, fields };
   }
 
   /**

@@ -7,6 +7,7 @@ import { isOperational } from '../../shared/events.js';
 import type { Settings, SettingsPatch } from '../../shared/settings.js';
 import {
   StoreConflictError,
+  recordEventOf,
   deliveryFromTemplate,
   type ApiKeysRepository,
   type ClaimOptions,
@@ -16,7 +17,9 @@ import {
   type IdRange,
   type LimiterRepository,
   type NewRecord,
+  type NewSite,
   type OutboxRepository,
+  type QueuedDelivery,
   type Repositories,
   type ResetTokensRepository,
   type RevokedTokensRepository,
@@ -112,6 +115,16 @@ export class JsonRepositories implements Repositories {
       const admins = state.users.byGroup('role', 'admin').map((u) => u.id);
       return state.endpoints.match(event, ownerId === null ? admins : [ownerId, ...admins]);
     };
+    /** `outbox.publish` inside a change (the caller's): the endpoints are matched there, so none is removed in between. */
+    const publishIn = (w: Writer, { record: event, template }: { record: EventRecord; template: DeliveryTemplate }): QueuedDelivery[] => {
+      const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
+        deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
+      );
+      if (deliveries.length === 0) return [];
+      w.enqueue(deliveries);
+      w.change({ kind: 'outbox' });
+      return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
+    };
     // A paused endpoint's deliveries stay in its lane, left out of every claim (a map lookup per lane).
     const paused = (endpointId: number): boolean => state.webhooks.get(endpointId)?.paused === true;
     const emailTaken = (email: string, except?: number) => {
@@ -193,36 +206,42 @@ export class JsonRepositories implements Repositories {
       const own = sorted(state.subscriptions.byGroup('customer', customerId));
       return own.find((s) => s.is_default) ?? own[0];
     };
+    const insertSubscription = (w: Writer, record: NewRecord<SubscriptionRecord>): SubscriptionRecord => {
+      const customer = state.users.get(record.customer_id);
+      if (!customer || customer.role !== 'customer') {
+        throw new StoreConflictError('users.customer', `user ${record.customer_id} is not a customer`);
+      }
+      const taken = state.subscriptions.byUnique('main_domain', record.main_domain);
+      if (taken) {
+        throw new StoreConflictError('subscriptions.main_domain', `a subscription with main domain ${record.main_domain} already exists (subscription ${taken.id})`);
+      }
+      const site = state.sites.byUnique('domain', record.main_domain);
+      if (site && state.subscriptions.get(site.subscription_id)?.customer_id !== record.customer_id) {
+        throw new StoreConflictError('domains.owner', `${record.main_domain} is a site of another customer`);
+      }
+      const own = state.subscriptions.byGroup('customer', record.customer_id);
+      const isDefault = record.is_default || own.length === 0;
+      if (isDefault) {
+        for (const other of own) {
+          if (!other.is_default) continue;
+          w.put('subscriptions', { ...other, is_default: false, updated_at: record.created_at });
+          w.change({ kind: 'record', collection: 'subscriptions', id: other.id });
+        }
+      }
+      const subscription = w.put('subscriptions', { id: w.nextId('subscriptions'), ...record, is_default: isDefault } as SubscriptionRecord);
+      w.change({ kind: 'record', collection: 'subscriptions', id: subscription.id });
+      return subscription;
+    };
     this.subscriptions = {
       get: async (id) => state.subscriptions.get(id),
       list: async () => sorted(state.subscriptions.values()),
       listByCustomer: async (customerId) => sorted(state.subscriptions.byGroup('customer', customerId)),
       defaultFor: async (customerId) => defaultFor(customerId),
-      insert: (record) =>
+      insert: (record) => run((w) => insertSubscription(w, record)),
+      create: (record, event) =>
         run((w) => {
-          const customer = state.users.get(record.customer_id);
-          if (!customer || customer.role !== 'customer') {
-            throw new StoreConflictError('users.customer', `user ${record.customer_id} is not a customer`);
-          }
-          const taken = state.subscriptions.byUnique('main_domain', record.main_domain);
-          if (taken) {
-            throw new StoreConflictError('subscriptions.main_domain', `a subscription with main domain ${record.main_domain} already exists (subscription ${taken.id})`);
-          }
-          const site = state.sites.byUnique('domain', record.main_domain);
-          if (site && state.subscriptions.get(site.subscription_id)?.customer_id !== record.customer_id) {
-            throw new StoreConflictError('domains.owner', `${record.main_domain} is a site of another customer`);
-          }
-          const own = state.subscriptions.byGroup('customer', record.customer_id);
-          const isDefault = record.is_default || own.length === 0;
-          if (isDefault) {
-            for (const other of own) {
-              if (!other.is_default) continue;
-              w.put('subscriptions', { ...other, is_default: false, updated_at: record.created_at });
-              w.change({ kind: 'record', collection: 'subscriptions', id: other.id });
-            }
-          }
-          const subscription = w.put('subscriptions', { id: w.nextId('subscriptions'), ...record, is_default: isDefault } as SubscriptionRecord);
-          w.change({ kind: 'record', collection: 'subscriptions', id: subscription.id });
+          const subscription = insertSubscription(w, record);
+          publishIn(w, recordEventOf(event, subscription.customer_id, subscription));
           return subscription;
         }),
       update: (id, patch) =>
@@ -233,33 +252,80 @@ export class JsonRepositories implements Repositories {
           w.change({ kind: 'record', collection: 'subscriptions', id });
           return updated;
         }),
+      setStatus: (id, status, updatedAt, event) =>
+        run((w) => {
+          const current = state.subscriptions.get(id);
+          if (!current) throw new StoreConflictError('subscriptions.missing', `subscription ${id} does not exist`);
+          if (current.status === status) throw new StoreConflictError('subscriptions.status', `subscription ${id} is already ${status}`);
+          const updated = w.put('subscriptions', { ...current, status, updated_at: updatedAt, id });
+          w.change({ kind: 'record', collection: 'subscriptions', id });
+          publishIn(w, recordEventOf(event, updated.customer_id, updated));
+          return updated;
+        }),
       remove: (id) => run((w) => removeSubscription(w, id)),
     };
 
+    const insertSite = (w: Writer, record: NewRecord<SiteRecord>): SiteRecord => {
+      const subscription = state.subscriptions.get(record.subscription_id);
+      if (!subscription) throw new StoreConflictError('subscriptions.missing', `subscription ${record.subscription_id} does not exist`);
+      if (state.sites.byUnique('domain', record.domain)) {
+        throw new StoreConflictError('sites.domain', `a site with domain ${record.domain} already exists`);
+      }
+      const claimed = state.subscriptions.byUnique('main_domain', record.domain);
+      if (claimed && claimed.customer_id !== subscription.customer_id) {
+        throw new StoreConflictError('domains.owner', `${record.domain} is the main domain of another customer's subscription`);
+      }
+      const site = w.put('sites', { id: w.nextId('sites'), ...record } as SiteRecord);
+      w.change({ kind: 'record', collection: 'sites', id: site.id });
+      return site;
+    };
+    /** The subscription a new site goes into (see SitesRepository.create), or the conflict why none. */
+    const siteSubscription = (site: NewSite): SubscriptionRecord => {
+      let subscription: SubscriptionRecord | undefined;
+      if (site.subscription_id !== undefined) {
+        subscription = state.subscriptions.get(site.subscription_id);
+        if (!subscription) throw new StoreConflictError('subscriptions.missing', `subscription ${site.subscription_id} does not exist`);
+        if (site.customer_id !== null && subscription.customer_id !== site.customer_id) {
+          throw new StoreConflictError('subscriptions.forbidden', `subscription ${subscription.id} belongs to another customer`);
+        }
+      } else {
+        subscription = site.customer_id === null ? undefined : defaultFor(site.customer_id);
+        if (!subscription) throw new StoreConflictError('subscriptions.none', 'there is no subscription to create the site in');
+      }
+      if (subscription.status !== 'active') {
+        throw new StoreConflictError('subscriptions.inactive', `subscription ${subscription.id} is ${subscription.status} and accepts no new sites`);
+      }
+      return subscription;
+    };
     this.sites = {
       get: async (id) => state.sites.get(id),
       list: async () => sorted(state.sites.values()),
       listBySubscription: async (subscriptionId) => sorted(state.sites.byGroup('subscription', subscriptionId)),
       count: async () => state.sites.size,
-      insert: (record) =>
+      insert: (record) => run((w) => insertSite(w, record)),
+      create: (site, event) =>
         run((w) => {
-          const subscription = state.subscriptions.get(record.subscription_id);
-          if (!subscription) throw new StoreConflictError('subscriptions.missing', `subscription ${record.subscription_id} does not exist`);
-          if (state.sites.byUnique('domain', record.domain)) {
-            throw new StoreConflictError('sites.domain', `a site with domain ${record.domain} already exists`);
-          }
-          const claimed = state.subscriptions.byUnique('main_domain', record.domain);
-          if (claimed && claimed.customer_id !== subscription.customer_id) {
-            throw new StoreConflictError('domains.owner', `${record.domain} is the main domain of another customer's subscription`);
-          }
-          const site = w.put('sites', { id: w.nextId('sites'), ...record } as SiteRecord);
-          w.change({ kind: 'record', collection: 'sites', id: site.id });
-          return site;
+          const subscription = siteSubscription(site);
+          const record = insertSite(w, { subscription_id: subscription.id, domain: site.domain, created_at: site.created_at });
+          publishIn(w, recordEventOf(event, subscription.customer_id, record));
+          return record;
         }),
       remove: (id) =>
         run((w) => {
           const site = w.delete<SiteRecord>('sites', id);
           if (site) w.change({ kind: 'record', collection: 'sites', id });
+          return site;
+        }),
+      delete: (id, customerId, event) =>
+        run((w) => {
+          const site = state.sites.get(id);
+          if (!site) throw new StoreConflictError('sites.missing', `site ${id} does not exist`);
+          // Sites of a deleted customer go with their subscriptions, so a site always has one.
+          const owner = state.subscriptions.get(site.subscription_id)?.customer_id ?? null;
+          if (customerId !== null && owner !== customerId) throw new StoreConflictError('sites.forbidden', `site ${id} belongs to another customer`);
+          w.delete<SiteRecord>('sites', id);
+          w.change({ kind: 'record', collection: 'sites', id });
+          publishIn(w, recordEventOf(event, owner, site));
           return site;
         }),
     };
@@ -398,16 +464,7 @@ export class JsonRepositories implements Repositories {
           w.change({ kind: 'outbox' });
         }),
       // The endpoints are matched inside the change, so none is removed in between.
-      publish: (event: EventRecord, template: DeliveryTemplate) =>
-        run((w) => {
-          const deliveries = subscribedTo(event.event, event.owner_id).map((endpoint) =>
-            deliveryFromTemplate(randomUUID(), endpoint.id, endpoint.user_id, event.event, template),
-          );
-          if (deliveries.length === 0) return [];
-          w.enqueue(deliveries);
-          w.change({ kind: 'outbox' });
-          return deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id }));
-        }),
+      publish: (event: EventRecord, template: DeliveryTemplate) => run((w) => publishIn(w, { record: event, template })),
       // Records are made as deliveries leave the store; inside it they are compact entries.
       claim: async (options: ClaimOptions) => state.lanes.claim(options, (id) => state.deliveries.entry(id), paused).map((d) => d.record()),
       settle: (owner: string, outcomes: DeliveryOutcome[]) =>

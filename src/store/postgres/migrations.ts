@@ -11,6 +11,7 @@ import revocationsNoted from './migrations/0003-revocations-noted.js';
 import retryPolicies from './migrations/0004-retry-policies.js';
 import endpointHeadersRotation from './migrations/0005-endpoint-headers-rotation.js';
 import pausedEndpoints from './migrations/0006-paused-endpoints.js';
+import siteCreate from './migrations/0007-site-create.js';
 import endpointRates from './migrations/0008-endpoint-rates.js';
 
 export interface PgMigration {
@@ -30,7 +31,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 4, name: 'retry schedules and caps per endpoint', sql: retryPolicies },
   { version: 5, name: 'endpoint headers and secret rotation', sql: endpointHeadersRotation },
   { version: 6, name: 'paused endpoints', sql: pausedEndpoints },
-  // 7 is taken by another branch's change (sites and subscriptions); the order of the two does not matter.
+  { version: 7, name: 'a site created in one statement', sql: siteCreate },
   { version: 8, name: 'rate limits and caps across daemons', sql: endpointRates },
 ];
 

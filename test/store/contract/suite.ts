@@ -4,8 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { computeHealth, healthFromSummary } from '../../../src/daemon/dispatcher/health.js';
 import { DEFAULT_SETTINGS } from '../../../src/shared/settings.js';
-import { StoreConflictError, type Change, type ClaimOptions, type Store } from '../../../src/store/store.js';
-import type { DeliveryLogEntry, DeliveryRecord, EventRecord, UserRecord } from '../../../src/store/types.js';
+import { payloadBody } from '../../../src/shared/events.js';
+import { StoreConflictError, type Change, type ClaimOptions, type RecordEvent, type Repositories, type Store } from '../../../src/store/store.js';
+import type { DeliveryLogEntry, DeliveryRecord, EventRecord, SubscriptionRecord, UserRecord } from '../../../src/store/types.js';
 
 export interface ContractBackend {
   /** A fresh, empty store. */
@@ -292,6 +293,201 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(subs.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
         expect(subs.filter((r) => r.status === 'rejected' && r.reason instanceof StoreConflictError)).toHaveLength(49);
         expect((await store.subscriptions.listByCustomer(customer.id)).filter((s) => s.is_default)).toHaveLength(1);
+      });
+
+      describe('a write with its event in one step (create, delete, setStatus)', () => {
+        const created = (event: string, idKey: string, data: Record<string, unknown>, at = 5_000, fields: string[] = []): RecordEvent => ({
+          id: randomUUID(),
+          event,
+          timestamp: T0,
+          next_attempt_at: at,
+          idKey,
+          data,
+          fields,
+        });
+        /** Every pending delivery, claimed (each endpoint's first few, by endpoint then due order). */
+        const pendingDeliveries = async () =>
+          (await store.outbox.claim({ owner: `peek-${randomUUID()}`, now: 1e13, leaseMs: 1_000, limit: 1_000, perEndpoint: 100 })).sort(
+            (a, b) => a.endpoint_id - b.endpoint_id,
+          );
+        const hook = (userId: number, events = '*') =>
+          store.webhooks.insert({ user_id: userId, url: 'https://h.test/', secret: 's', events, active: true, created_at: T0, updated_at: T0 });
+
+        it('sites.create: the named subscription or the default, the site, and its event to the customer\'s and admins\' endpoints with the exact payload', async () => {
+          const admin = await store.users.insert(userRecord('cadmin@example.test', 'admin'));
+          const { user, subscription: first } = await customerWithSubscription('cs1@example.test', 'cs1.example');
+          const other = await store.users.insert(userRecord('cs2@example.test'));
+          const second = await store.subscriptions.insert({ customer_id: user.id, main_domain: 'cs1b.example', is_default: false, status: 'active', created_at: T0, updated_at: T0 });
+          const adminHook = await hook(admin.id);
+          const mine = await hook(user.id, 'site.created');
+          await hook(user.id, 'site.deleted');
+          await hook(other.id);
+
+          const event = created('site.created', 'site_id', { domain: 'a.cs1.example' });
+          const site = await store.sites.create({ customer_id: user.id, domain: 'a.cs1.example', created_at: T0 }, event);
+          expect(site).toStrictEqual({ id: site.id, subscription_id: first.id, domain: 'a.cs1.example', created_at: T0 });
+          expect(await store.sites.get(site.id)).toStrictEqual(site);
+          const body = payloadBody('site.created', T0, { site_id: site.id, domain: 'a.cs1.example' });
+          const deliveries = await pendingDeliveries();
+          expect(deliveries.map((d) => [d.endpoint_id, d.owner_id])).toEqual([
+            [adminHook.id, admin.id],
+            [mine.id, user.id],
+          ]);
+          for (const d of deliveries) {
+            expect(d).toMatchObject({ event: 'site.created', body, state: 'pending', attempts: 0, next_attempt_at: 5_000, created_at: T0 });
+          }
+
+          // Named: that subscription, the customer's own; an admin names any.
+          const named = await store.sites.create({ subscription_id: second.id, customer_id: user.id, domain: 'b.cs1.example', created_at: T0 }, created('site.created', 'site_id', { domain: 'b.cs1.example' }));
+          expect(named.subscription_id).toBe(second.id);
+          const byAdmin = await store.sites.create({ subscription_id: first.id, customer_id: null, domain: 'c.cs1.example', created_at: T0 }, created('site.created', 'site_id', { domain: 'c.cs1.example' }));
+          expect(byAdmin.subscription_id).toBe(first.id);
+          expect((await store.sites.listBySubscription(first.id)).map((s) => s.domain)).toEqual(['a.cs1.example', 'c.cs1.example']);
+          // The admin's site's event is still the customer's: their endpoint gets it.
+          const owners = (await pendingDeliveries()).filter((d) => d.body.includes(`"site_id":${byAdmin.id},`)).map((d) => d.endpoint_id);
+          expect(owners).toEqual([adminHook.id, mine.id]);
+        });
+
+        it('sites.create refuses with nothing written: missing, another customer\'s, none, suspended subscriptions, taken and foreign domains', async () => {
+          const { user, subscription } = await customerWithSubscription('cr1@example.test', 'cr1.example');
+          const { subscription: foreign } = await customerWithSubscription('cr2@example.test', 'cr2.example');
+          const loner = await store.users.insert(userRecord('cr3@example.test'));
+          await hook(user.id);
+          await store.sites.insert({ subscription_id: subscription.id, domain: 'taken.cr.example', created_at: T0 });
+          const attempt = (site: { subscription_id?: number; customer_id: number | null; domain: string }) =>
+            store.sites.create({ ...site, created_at: T0 }, created('site.created', 'site_id', { domain: site.domain }));
+
+          expect(await conflictOf(attempt({ subscription_id: 99_999, customer_id: user.id, domain: 'x1.example' }))).toBe('subscriptions.missing');
+          expect(await conflictOf(attempt({ subscription_id: foreign.id, customer_id: user.id, domain: 'x2.example' }))).toBe('subscriptions.forbidden');
+          expect(await conflictOf(attempt({ customer_id: loner.id, domain: 'x3.example' }))).toBe('subscriptions.none');
+          expect(await conflictOf(attempt({ customer_id: user.id, domain: 'taken.cr.example' }))).toBe('sites.domain');
+          expect(await conflictOf(attempt({ customer_id: user.id, domain: 'cr2.example' }))).toBe('domains.owner');
+          await store.subscriptions.update(subscription.id, { status: 'suspended', updated_at: T0 });
+          const suspended = await attempt({ customer_id: user.id, domain: 'x4.example' }).catch((e: unknown) => e);
+          expect(suspended).toBeInstanceOf(StoreConflictError);
+          expect(suspended).toMatchObject({ constraint: 'subscriptions.inactive', message: `subscription ${subscription.id} is suspended and accepts no new sites` });
+
+          expect((await store.sites.list()).map((s) => s.domain)).toEqual(['taken.cr.example']);
+          expect(await store.outbox.pendingCount()).toBe(0);
+        });
+
+        it('subscriptions.create: the subscription (the first one the default) and its event, or a conflict with nothing written', async () => {
+          const admin = await store.users.insert(userRecord('csadmin@example.test', 'admin'));
+          const user = await store.users.insert(userRecord('csub@example.test'));
+          const adminHook = await hook(admin.id);
+          const mine = await hook(user.id, 'subscription.created');
+          const make = (customerId: number, domain: string, isDefault = false) =>
+            store.subscriptions.create(
+              { customer_id: customerId, main_domain: domain, is_default: isDefault, status: 'active', created_at: T0, updated_at: T0 },
+              created('subscription.created', 'subscription_id', { main_domain: domain }),
+            );
+          const first = await make(user.id, 'csub1.example');
+          expect(first).toStrictEqual({ id: first.id, customer_id: user.id, main_domain: 'csub1.example', is_default: true, status: 'active', created_at: T0, updated_at: T0 });
+          const deliveries = await pendingDeliveries();
+          expect(deliveries.map((d) => [d.endpoint_id, d.owner_id])).toEqual([
+            [adminHook.id, admin.id],
+            [mine.id, user.id],
+          ]);
+          const body = payloadBody('subscription.created', T0, { subscription_id: first.id, main_domain: 'csub1.example' });
+          for (const d of deliveries) expect(d).toMatchObject({ event: 'subscription.created', body });
+          const second = await make(user.id, 'csub2.example', true);
+          expect(second.is_default).toBe(true);
+          expect((await store.subscriptions.get(first.id))!.is_default).toBe(false);
+
+          expect(await conflictOf(make(user.id, 'csub1.example'))).toBe('subscriptions.main_domain');
+          expect(await conflictOf(make(admin.id, 'csub3.example'))).toBe('users.customer');
+          expect(await conflictOf(make(99_999, 'csub4.example'))).toBe('users.customer');
+          expect((await store.subscriptions.list()).map((s) => s.id)).toEqual([first.id, second.id]);
+          expect(await store.outbox.pendingCount()).toBe(4);
+        });
+
+        it('sites.delete: the customer\'s own site (an admin any) with its event carrying the removed domain; refusals write nothing', async () => {
+          const admin = await store.users.insert(userRecord('dladmin@example.test', 'admin'));
+          const { user, subscription } = await customerWithSubscription('dl1@example.test', 'dl1.example');
+          const { user: other } = await customerWithSubscription('dl2@example.test', 'dl2.example');
+          const adminHook = await hook(admin.id);
+          const mine = await hook(user.id, 'site.deleted');
+          const a = await store.sites.insert({ subscription_id: subscription.id, domain: 'a.dl1.example', created_at: T0 });
+          const b = await store.sites.insert({ subscription_id: subscription.id, domain: 'b.dl1.example', created_at: T0 });
+          const removing = () => created('site.deleted', 'site_id', {}, 7_000, ['domain']);
+
+          expect(await conflictOf(store.sites.delete(a.id, other.id, removing()))).toBe('sites.forbidden');
+          expect(await conflictOf(store.sites.delete(99_999, user.id, removing()))).toBe('sites.missing');
+          expect(await store.sites.get(a.id)).toStrictEqual(a);
+          expect(await store.outbox.pendingCount()).toBe(0);
+
+          expect(await store.sites.delete(a.id, user.id, removing())).toStrictEqual(a);
+          expect(await store.sites.get(a.id)).toBeUndefined();
+          const body = payloadBody('site.deleted', T0, { site_id: a.id, domain: 'a.dl1.example' });
+          const deliveries = await pendingDeliveries();
+          expect(deliveries.map((d) => [d.endpoint_id, d.owner_id])).toEqual([
+            [adminHook.id, admin.id],
+            [mine.id, user.id],
+          ]);
+          for (const d of deliveries) expect(d).toMatchObject({ event: 'site.deleted', body, next_attempt_at: 7_000 });
+          expect(await conflictOf(store.sites.delete(a.id, user.id, removing()))).toBe('sites.missing');
+          // An admin removes any site; its event is still the customer's.
+          expect((await store.sites.delete(b.id, null, removing())).id).toBe(b.id);
+          expect((await pendingDeliveries()).filter((d) => d.body.includes(`"site_id":${b.id},`)).map((d) => d.endpoint_id)).toEqual([adminHook.id, mine.id]);
+        });
+
+        it('subscriptions.setStatus: the status with its event, once however many ask at once; missing and unchanged refused', async () => {
+          const admin = await store.users.insert(userRecord('ssadmin@example.test', 'admin'));
+          const { user, subscription } = await customerWithSubscription('ss@example.test', 'ss.example');
+          const adminHook = await hook(admin.id);
+          const suspending = () => created('subscription.suspended', 'subscription_id', {}, 8_000, ['main_domain']);
+          const at = '2026-02-01T00:00:00.000Z';
+          expect(await conflictOf(store.subscriptions.setStatus(99_999, 'suspended', at, suspending()))).toBe('subscriptions.missing');
+          const results = await Promise.allSettled(Array.from({ length: 10 }, () => store.subscriptions.setStatus(subscription.id, 'suspended', at, suspending())));
+          const done = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<SubscriptionRecord>[];
+          expect(done).toHaveLength(1);
+          expect(done[0].value).toStrictEqual({ ...subscription, status: 'suspended', updated_at: at });
+          expect(results.filter((r) => r.status === 'rejected' && (r.reason as StoreConflictError).constraint === 'subscriptions.status')).toHaveLength(9);
+          expect(await store.subscriptions.get(subscription.id)).toStrictEqual(done[0].value);
+          const deliveries = await pendingDeliveries();
+          expect(deliveries.map((d) => [d.endpoint_id, d.owner_id])).toEqual([[adminHook.id, admin.id]]);
+          expect(deliveries[0]).toMatchObject({
+            event: 'subscription.suspended',
+            body: payloadBody('subscription.suspended', T0, { subscription_id: subscription.id, main_domain: 'ss.example' }),
+          });
+          expect(user.id).toBe(subscription.customer_id);
+        });
+
+        it('50 concurrent site creates with one domain: one site with one event, 49 conflicts', async () => {
+          const { user } = await customerWithSubscription('crace@example.test', 'crace.example');
+          await hook(user.id);
+          const results = await Promise.allSettled(
+            Array.from({ length: 50 }, () =>
+              store.sites.create({ customer_id: user.id, domain: 'once.crace.example', created_at: T0 }, created('site.created', 'site_id', { domain: 'once.crace.example' })),
+            ),
+          );
+          expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+          expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof StoreConflictError)).toHaveLength(49);
+          expect(await store.outbox.pendingCount()).toBe(1);
+        });
+
+        it('inside a transaction it commits with it, or leaves nothing when the transaction throws', async () => {
+          const { user } = await customerWithSubscription('ctx@example.test', 'ctx.example');
+          await hook(user.id);
+          const make = (tx: Repositories, domain: string) =>
+            tx.sites.create({ customer_id: user.id, domain, created_at: T0 }, created('site.created', 'site_id', { domain }));
+          await expect(
+            store.transaction(async (tx) => {
+              await make(tx, 'gone.ctx.example');
+              throw new Error('changed my mind');
+            }),
+          ).rejects.toThrow('changed my mind');
+          expect(await store.sites.count()).toBe(0);
+          expect(await store.outbox.pendingCount()).toBe(0);
+          // A conflict caught inside the transaction leaves the rest of it to commit.
+          const site = await store.transaction(async (tx) => {
+            const made = await make(tx, 'kept.ctx.example');
+            expect(await conflictOf(make(tx, 'kept.ctx.example'))).toBe('sites.domain');
+            return made;
+          });
+          expect(await store.sites.get(site.id)).toStrictEqual(site);
+          expect(await store.outbox.pendingCount()).toBe(1);
+        });
       });
 
       it('removing a subscription removes its sites', async () => {

@@ -19,11 +19,23 @@ function siteView(s: SiteRecord): Site {
 }
 
 /** The store's rules that a new site can break, as the messages users get. */
-function siteConflict(error: unknown, domain: string, subscriptionId: number): never {
+function siteConflict(error: unknown, domain: string, subscriptionId: number | undefined): never {
   if (error instanceof StoreConflictError) {
-    if (error.constraint === 'sites.domain') throw new ApiError('CONFLICT', `a site with domain ${domain} already exists`);
-    if (error.constraint === 'domains.owner') throw new ApiError('CONFLICT', `${domain} is the main domain of another customer's subscription`);
-    if (error.constraint === 'subscriptions.missing') throw new ApiError('NOT_FOUND', `subscription ${subscriptionId} not found`);
+    switch (error.constraint) {
+      case 'sites.domain':
+        throw new ApiError('CONFLICT', `a site with domain ${domain} already exists`);
+      case 'domains.owner':
+        throw new ApiError('CONFLICT', `${domain} is the main domain of another customer's subscription`);
+      case 'subscriptions.missing':
+        throw new ApiError('NOT_FOUND', `subscription ${subscriptionId} not found`);
+      case 'subscriptions.forbidden':
+        throw new ApiError('FORBIDDEN', `subscription ${subscriptionId} belongs to another customer`);
+      case 'subscriptions.none':
+        throw new ApiError('VALIDATION_FAILED', 'subscription_id: you have no subscription to create the site in; ask an admin for one');
+      case 'subscriptions.inactive':
+        // The store names the subscription and its status.
+        throw new ApiError('CONFLICT', error.message);
+    }
   }
   throw error;
 }
@@ -94,21 +106,20 @@ export default async function siteRoutes(app: FastifyInstance) {
         throw new ApiError('BAD_REQUEST', 'subscription_id: is required when an admin creates a site');
       }
 
-      // The site and its site.created event commit together; the store keeps domains unique.
-      const site = await app.store.transaction(async (tx) => {
-        const subscription = await resolveSubscription(tx, principal, request.body.subscription_id);
-        if (!subscription) {
-          throw new ApiError('VALIDATION_FAILED', 'subscription_id: you have no subscription to create the site in; ask an admin for one');
-        }
-        if (subscription.status !== 'active') {
-          throw new ApiError('CONFLICT', `subscription ${subscription.id} is ${subscription.status} and accepts no new sites`);
-        }
-        const site = await tx.sites
-          .insert({ subscription_id: subscription.id, domain: domain.value, created_at: new Date(app.clock()).toISOString() })
-          .catch((error: unknown) => siteConflict(error, domain.value, subscription.id));
-        await app.events.publish({ event: 'site.created', data: { site_id: site.id, domain: site.domain }, owner_id: subscription.customer_id }, tx);
-        return site;
-      });
+      // The whole write goes to the store in one call: the subscription chosen and checked, the
+      // site inserted (the store keeps domains unique and apart between customers) and its
+      // site.created event, committed together (one round trip on PostgreSQL).
+      const site = await app.store.sites
+        .create(
+          {
+            subscription_id: request.body.subscription_id,
+            customer_id: principal.role === 'admin' ? null : principal.userId,
+            domain: domain.value,
+            created_at: new Date(app.clock()).toISOString(),
+          },
+          app.events.created('site.created', 'site_id', { domain: domain.value }),
+        )
+        .catch((error: unknown) => siteConflict(error, domain.value, request.body.subscription_id));
       reply.code(201);
       return ok(siteView(site), 'site created');
     },
@@ -128,18 +139,17 @@ export default async function siteRoutes(app: FastifyInstance) {
     async (request) => {
       const principal = principalOf(request);
       const { id } = request.params;
-      await app.store.transaction(async (tx) => {
-        const site = await tx.sites.get(id);
-        if (!site) throw new ApiError('NOT_FOUND', `site ${id} not found`);
-        const subscription = await tx.subscriptions.get(site.subscription_id);
-        // Sites of a deleted customer go with their subscriptions, so a site always has one.
-        const customerId = subscription?.customer_id ?? null;
-        if (principal.role !== 'admin' && customerId !== principal.userId) {
-          throw new ApiError('FORBIDDEN', `site ${id} belongs to another customer`);
-        }
-        if (!(await tx.sites.remove(id))) throw new ApiError('NOT_FOUND', `site ${id} not found`);
-        await app.events.publish({ event: 'site.deleted', data: { site_id: site.id, domain: site.domain }, owner_id: customerId }, tx);
-      });
+      // The whole write goes to the store in one call: the site removed if the caller may, and
+      // its site.deleted event (owned by the site's customer), committed together.
+      await app.store.sites
+        .delete(id, principal.role === 'admin' ? null : principal.userId, app.events.created('site.deleted', 'site_id', {}, ['domain']))
+        .catch((error: unknown) => {
+          if (error instanceof StoreConflictError) {
+            if (error.constraint === 'sites.missing') throw new ApiError('NOT_FOUND', `site ${id} not found`);
+            if (error.constraint === 'sites.forbidden') throw new ApiError('FORBIDDEN', `site ${id} belongs to another customer`);
+          }
+          throw error;
+        });
       return ok({ id }, 'site deleted');
     },
   );

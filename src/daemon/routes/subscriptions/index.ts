@@ -67,37 +67,31 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
       const { customer_id: customerId, is_default: wantsDefault = false } = request.body;
       const domain = normaliseHostname(request.body.main_domain);
       if ('error' in domain) throw new ApiError('VALIDATION_FAILED', `main_domain: ${domain.error}`);
-      // The subscription (with the customer's default mark moved) and its event commit together;
-      // the store keeps main domains unique and apart from other customers' sites.
-      const subscription = await app.store.transaction(async (tx) => {
-        const customer = await tx.users.get(customerId);
-        if (!customer) throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist`);
-        if (customer.role !== 'customer') {
-          throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} has role ${customer.role}, not customer`);
-        }
-        // A customer's first subscription is their default whatever was asked.
-        const isDefault = wantsDefault || (await tx.subscriptions.defaultFor(customerId)) === undefined;
-        const now = new Date(app.clock()).toISOString();
-        const subscription = await tx.subscriptions
-          .insert({ customer_id: customerId, main_domain: domain.value, is_default: isDefault, status: 'active', created_at: now, updated_at: now })
-          .catch((error: unknown) => {
-            if (error instanceof StoreConflictError) {
-              if (error.constraint === 'subscriptions.main_domain') {
-                throw new ApiError('CONFLICT', `a subscription with main domain ${domain.value} already exists`);
-              }
-              if (error.constraint === 'domains.owner') throw new ApiError('CONFLICT', `${domain.value} is a site of another customer`);
-              if (error.constraint === 'users.customer') {
-                throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist or is not a customer`);
-              }
+      // The whole write goes to the store in one call: the subscription (with the customer's
+      // default mark moved; their first is the default whatever was asked) and its
+      // subscription.created event commit together. The store keeps main domains unique and
+      // apart from other customers' sites, and takes only a customer.
+      const now = new Date(app.clock()).toISOString();
+      const subscription = await app.store.subscriptions
+        .create(
+          { customer_id: customerId, main_domain: domain.value, is_default: wantsDefault, status: 'active', created_at: now, updated_at: now },
+          app.events.created('subscription.created', 'subscription_id', { main_domain: domain.value }),
+        )
+        .catch(async (error: unknown) => {
+          if (error instanceof StoreConflictError) {
+            if (error.constraint === 'subscriptions.main_domain') {
+              throw new ApiError('CONFLICT', `a subscription with main domain ${domain.value} already exists`);
             }
-            throw error;
-          });
-        await app.events.publish(
-          { event: 'subscription.created', data: { subscription_id: subscription.id, main_domain: subscription.main_domain }, owner_id: customerId },
-          tx,
-        );
-        return subscription;
-      });
+            if (error.constraint === 'domains.owner') throw new ApiError('CONFLICT', `${domain.value} is a site of another customer`);
+            if (error.constraint === 'users.customer') {
+              // Refused before anything was written; one read words why.
+              const user = await app.store.users.get(customerId);
+              if (!user) throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} does not exist`);
+              throw new ApiError('VALIDATION_FAILED', `customer_id: user ${customerId} has role ${user.role}, not customer`);
+            }
+          }
+          throw error;
+        });
       reply.code(201);
       return ok(subscriptionView(subscription), 'subscription created');
     },
@@ -118,18 +112,17 @@ export default async function subscriptionRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const { id } = request.params;
-      const subscription = await app.store.transaction(async (tx) => {
-        const current = await tx.subscriptions.get(id);
-        if (!current) throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
-        if (current.status === 'suspended') throw new ApiError('CONFLICT', `subscription ${id} is already suspended`);
-        const updated = await tx.subscriptions.update(id, { status: 'suspended', updated_at: new Date(app.clock()).toISOString() });
-        if (!updated) throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
-        await app.events.publish(
-          { event: 'subscription.suspended', data: { subscription_id: id, main_domain: updated.main_domain }, owner_id: updated.customer_id },
-          tx,
-        );
-        return updated;
-      });
+      // The status and its subscription.suspended event commit together, in one store call; of
+      // several suspensions at once, one suspends and the others answer 409.
+      const subscription = await app.store.subscriptions
+        .setStatus(id, 'suspended', new Date(app.clock()).toISOString(), app.events.created('subscription.suspended', 'subscription_id', {}, ['main_domain']))
+        .catch((error: unknown) => {
+          if (error instanceof StoreConflictError) {
+            if (error.constraint === 'subscriptions.missing') throw new ApiError('NOT_FOUND', `subscription ${id} not found`);
+            if (error.constraint === 'subscriptions.status') throw new ApiError('CONFLICT', `subscription ${id} is already suspended`);
+          }
+          throw error;
+        });
 
       return ok(subscriptionView(subscription), 'subscription suspended');
     },

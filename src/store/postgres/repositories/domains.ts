@@ -4,6 +4,7 @@
 import { StoreConflictError, type SitesRepository, type SubscriptionsRepository } from '../../store.js';
 import type { Row } from '../db.js';
 import { announceRecord, changing, type RepositoryFactory } from './context.js';
+import { createdSql, createdValues, runCreated, type CreatedRow } from './created.js';
 import { toSite, toSubscription, updateStatement } from '../rows.js';
 
 /**
@@ -17,13 +18,67 @@ const CONFLICTS: Record<string, string> = {
   'subscriptions.missing': 'the subscription does not exist',
   'sites.domain': 'a site with this domain already exists',
   'domains.owner': 'the domain belongs to another customer',
+  'subscriptions.forbidden': 'the subscription belongs to another customer',
+  'subscriptions.none': 'there is no subscription to create the site in',
+  'sites.missing': 'the site does not exist',
+  'sites.forbidden': 'the site belongs to another customer',
 };
 
 function conflictError(constraint: string): StoreConflictError {
   return new StoreConflictError(constraint, CONFLICTS[constraint] ?? 'the write conflicts with the stored data');
 }
 
-export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository> = (db) => {
+/** A subscription with its default mark moved (migration 0002) and its event, in one statement. */
+const CREATE_SUBSCRIPTION_SQL = createdSql(
+  `SELECT i.conflict, i.subscription AS record, $1::bigint AS owner_id, i.cleared
+   FROM panelctl_insert_subscription($1, $2, $3, $4, $5, $6) i`,
+  6,
+);
+
+/**
+ * A subscription's new status and its event, in one statement. The update takes only a status
+ * other than the new one (re-checked on the row's newest version under a concurrent update), so
+ * of several at once one changes it and publishes; the others find it done.
+ */
+const SET_STATUS_SQL = createdSql(
+  `SELECT CASE WHEN EXISTS (SELECT 1 FROM upd) THEN NULL
+               WHEN EXISTS (SELECT 1 FROM subscriptions WHERE id = $1) THEN 'subscriptions.status'
+               ELSE 'subscriptions.missing' END AS conflict,
+          (SELECT row_to_json(upd) FROM upd) AS record, (SELECT customer_id FROM upd) AS owner_id`,
+  3,
+  ['main_domain'],
+  `upd AS MATERIALIZED (
+     UPDATE subscriptions s SET status = $2, updated_at = $3 WHERE s.id = $1 AND s.status <> $2 RETURNING s.*
+   ), `,
+);
+
+/**
+ * A site removed if it is the customer's ($2; null: anyone's) and its event, in one statement.
+ * The site's customer comes from its subscription, which cannot change hands.
+ */
+const DELETE_SITE_SQL = createdSql(
+  `SELECT CASE WHEN EXISTS (SELECT 1 FROM del) THEN NULL
+               WHEN EXISTS (SELECT 1 FROM t WHERE t.customer_id <> $2) THEN 'sites.forbidden'
+               ELSE 'sites.missing' END AS conflict,
+          (SELECT row_to_json(del) FROM del) AS record, (SELECT del.owner_id FROM del) AS owner_id`,
+  2,
+  ['domain'],
+  `t AS MATERIALIZED (
+     SELECT s.id, b.customer_id FROM sites s JOIN subscriptions b ON b.id = s.subscription_id WHERE s.id = $1
+   ), del AS MATERIALIZED (
+     DELETE FROM sites s USING t WHERE s.id = t.id AND ($2::bigint IS NULL OR t.customer_id = $2)
+     RETURNING s.*, t.customer_id AS owner_id
+   ), `,
+);
+
+/** A site in the subscription chosen for it (migration 0007) and its event, in one statement. */
+const CREATE_SITE_SQL = createdSql(
+  `SELECT c.conflict, c.site AS record, c.owner_id, c.subscription
+   FROM panelctl_create_site($1::bigint, $2::bigint, $3::text, $4::text) c`,
+  4,
+);
+
+export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository> = (db, ctx) => {
   const subscriptions: SubscriptionsRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM subscriptions WHERE id = $1', [id]);
@@ -55,11 +110,32 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
       for (const id of [...(cleared ?? []), subscription!.id]) announceRecord(db, 'subscriptions', id);
       return toSubscription(subscription!);
     },
+    async create(record, event) {
+      const row = await runCreated<CreatedRow & { cleared: number[] | null }>(db, ctx, CREATE_SUBSCRIPTION_SQL, [
+        record.customer_id,
+        record.main_domain,
+        record.is_default,
+        record.status,
+        record.created_at,
+        record.updated_at,
+        ...createdValues(event),
+      ]);
+      if (row.conflict !== null) throw conflictError(row.conflict);
+      for (const id of [...(row.cleared ?? []), row.record!.id]) announceRecord(db, 'subscriptions', id);
+      return toSubscription(row.record!);
+    },
     async update(id, patch) {
       const statement = updateStatement('subscriptions', id, { status: patch.status, updated_at: patch.updated_at });
       if (!statement) return subscriptions.get(id);
       const { rows } = await changing(db, 'subscriptions', statement.text, statement.values);
       return rows[0] && toSubscription(rows[0]);
+    },
+    async setStatus(id, status, updatedAt, event) {
+      const row = await runCreated(db, ctx, SET_STATUS_SQL, [id, status, updatedAt, ...createdValues(event)]);
+      if (row.conflict === 'subscriptions.status') throw new StoreConflictError(row.conflict, `subscription ${id} is already ${status}`);
+      if (row.conflict !== null) throw conflictError(row.conflict);
+      announceRecord(db, 'subscriptions', id);
+      return toSubscription(row.record!);
     },
     async remove(id) {
       const { rows } = await changing(db, 'subscriptions', 'DELETE FROM subscriptions WHERE id = $1 RETURNING *', [id]);
@@ -69,7 +145,7 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
   return subscriptions;
 };
 
-export const sitesRepository: RepositoryFactory<SitesRepository> = (db) => {
+export const sitesRepository: RepositoryFactory<SitesRepository> = (db, ctx) => {
   const sites: SitesRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM sites WHERE id = $1', [id]);
@@ -98,6 +174,31 @@ export const sitesRepository: RepositoryFactory<SitesRepository> = (db) => {
       if (conflict !== null) throw conflictError(conflict);
       announceRecord(db, 'sites', site!.id);
       return toSite(site!);
+    },
+    async create(site, event) {
+      const row = await runCreated<CreatedRow & { subscription: Row | null }>(db, ctx, CREATE_SITE_SQL, [
+        site.subscription_id ?? null,
+        site.customer_id,
+        site.domain,
+        site.created_at,
+        ...createdValues(event),
+      ]);
+      if (row.conflict === 'subscriptions.missing') {
+        throw new StoreConflictError(row.conflict, `subscription ${site.subscription_id} does not exist`);
+      }
+      if (row.conflict === 'subscriptions.inactive') {
+        const { id, status } = toSubscription(row.subscription!);
+        throw new StoreConflictError(row.conflict, `subscription ${id} is ${status} and accepts no new sites`);
+      }
+      if (row.conflict !== null) throw conflictError(row.conflict);
+      announceRecord(db, 'sites', row.record!.id);
+      return toSite(row.record!);
+    },
+    async delete(id, customerId, event) {
+      const row = await runCreated(db, ctx, DELETE_SITE_SQL, [id, customerId, ...createdValues(event)]);
+      if (row.conflict !== null) throw conflictError(row.conflict);
+      announceRecord(db, 'sites', id);
+      return toSite(row.record!);
     },
     async remove(id) {
       const { rows } = await changing(db, 'sites', 'DELETE FROM sites WHERE id = $1 RETURNING *', [id]);

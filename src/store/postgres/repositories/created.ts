@@ -1,0 +1,77 @@
+// A write with its event in one statement: the function or CTE that writes the record (under the
+// store's rules, answering a conflict instead of raising it) runs in a CTE, and the same
+// statement inserts the event and one delivery per endpoint that receives it, as
+// `outbox.publish` queues them. Outside a transaction it is its own commit: the write a route
+// hands over whole costs one round trip, with no BEGIN or COMMIT of its own.
+import { recordEventBodyParts, type RecordEvent } from '../../store.js';
+import type { Db, Row } from '../db.js';
+import { OUTBOX_NOTICE, timedCommit, type StoreContext } from './context.js';
+import { MATCH_SQL } from './webhooks.js';
+
+/** What a write answers: a conflict, or the row written or removed (as json) and its event's owner. */
+export interface CreatedRow extends Row {
+  conflict: string | null;
+  record: Row | null;
+  owner_id: number | null;
+  /** Deliveries queued for the event. */
+  queued: number;
+}
+
+/** Column names a statement may put into an event's data (they are written into the SQL). */
+const FIELD = /^[a-z_]+$/;
+
+/**
+ * The statement: `write` selects `conflict`, `record` (json of the row written or removed, with
+ * its `id`) and `owner_id` using parameters $1..$n; the event's parameters follow, from $n+1.
+ * `fields`: the event's `fields`, fixed per statement; `before`: CTEs `write` reads (a
+ * data-modifying one must be at the statement's top level), each followed by a comma. A function's checks see fresh snapshots
+ * of their own (a volatile function's statements each take one); the endpoints are matched in
+ * the statement's.
+ */
+export function createdSql(write: string, n: number, fields: readonly string[] = [], before = ''): string {
+  const p = (i: number) => `$${n + i}`;
+  for (const field of fields) if (!FIELD.test(field)) throw new Error(`not a column name: ${field}`);
+  // Each field as its JSON text from row_to_json, which escapes strings as JSON.stringify does.
+  const bodyFields = fields.map((f) => ` || ',"${f}":' || (r.record->'${f}')::text`).join('');
+  const dataFields = fields.map((f) => ` || jsonb_build_object('${f}', r.record->'${f}')`).join('');
+  return /* sql */ `
+WITH ${before}r AS MATERIALIZED (${write}
+), ev AS MATERIALIZED (
+  SELECT ${p(1)}::text AS id, ${p(2)}::text AS event, r.owner_id,
+         jsonb_build_object(${p(3)}::text, (r.record->>'id')::bigint) || ${p(4)}::jsonb${dataFields} AS data,
+         ${p(5)}::text AS "timestamp", ${p(6)}::text || (r.record->>'id') || ${p(7)}::text${bodyFields} || '}}' AS body,
+         ${p(8)}::bigint AS next_attempt_at
+  FROM r WHERE r.conflict IS NULL
+), e AS (
+  INSERT INTO events (id, event, owner_id, data, "timestamp") SELECT ev.id, ev.event, ev.owner_id, ev.data, ev."timestamp" FROM ev
+), matched AS MATERIALIZED (
+  SELECT gen_random_uuid()::text AS id, ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
+         ev.event, ev.body, ev.next_attempt_at, ev."timestamp" AS created_at
+  FROM ev
+  CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
+), d AS (
+  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
+  SELECT m.id, m.event_id, m.endpoint_id, m.owner_id, m.event, m.body, 'pending', 0, m.next_attempt_at, m.created_at
+  FROM matched m
+)
+SELECT r.*, (SELECT count(*)::int FROM matched) AS queued FROM r`;
+}
+
+/** The event's parameters of `createdSql`, in order. */
+export function createdValues(event: RecordEvent): unknown[] {
+  const { head, tail } = recordEventBodyParts(event);
+  const { [event.idKey]: _id, ...rest } = event.data;
+  return [event.id, event.event, event.idKey, JSON.stringify(rest), event.timestamp, head, tail, event.next_attempt_at];
+}
+
+/**
+ * Runs a create statement; dispatchers are told of queued deliveries once it commits. Outside a
+ * transaction the statement is its own commit, timed as one.
+ */
+export async function runCreated<R extends CreatedRow>(db: Db, ctx: StoreContext, text: string, values: unknown[]): Promise<R> {
+  const statement = db.query<R>(text, values);
+  const { rows } = await (ctx.commitObserver && !db.inTransaction ? timedCommit(ctx, statement) : statement);
+  const row = rows[0];
+  if (row.conflict === null && row.queued > 0) db.announce(OUTBOX_NOTICE);
+  return row;
+}
