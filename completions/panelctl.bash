@@ -87,10 +87,10 @@ _panelctl_options() {
     'keys list') echo '-n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'keys delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --paused --signature --header --retry-schedule --max-in-flight -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks create') echo '--url --events --secret --secret-stdin --generate-secret --inactive --paused --signature --header --retry-schedule --max-in-flight --rate-limit -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks list') echo '-n --limit -h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks show') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
-    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature --header --retry-schedule --max-in-flight -h --help -V --version --token --ca --data-dir --json --no-color' ;;
+    'webhooks update') echo '--url --events --active --inactive --secret-stdin --generate-secret --signature --header --retry-schedule --max-in-flight --rate-limit -h --help -V --version --token --ca --data-dir --json --no-color' ;;
     'webhooks enable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks disable') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
     'webhooks delete') echo '-h --help -V --version --url --token --ca --data-dir --json --no-color' ;;
@@ -152,10 +152,10 @@ _panelctl_value_options() {
     'keys list') echo '-n --limit --url --token --ca --data-dir' ;;
     'keys delete') echo '--url --token --ca --data-dir' ;;
     'webhooks') echo '--url --token --ca --data-dir' ;;
-    'webhooks create') echo '--url --events --secret --signature --header --retry-schedule --max-in-flight --token --ca --data-dir' ;;
+    'webhooks create') echo '--url --events --secret --signature --header --retry-schedule --max-in-flight --rate-limit --token --ca --data-dir' ;;
     'webhooks list') echo '-n --limit --url --token --ca --data-dir' ;;
     'webhooks show') echo '--url --token --ca --data-dir' ;;
-    'webhooks update') echo '--url --events --signature --header --retry-schedule --max-in-flight --token --ca --data-dir' ;;
+    'webhooks update') echo '--url --events --signature --header --retry-schedule --max-in-flight --rate-limit --token --ca --data-dir' ;;
     'webhooks enable') echo '--url --token --ca --data-dir' ;;
     'webhooks disable') echo '--url --token --ca --data-dir' ;;
     'webhooks delete') echo '--url --token --ca --data-dir' ;;

@@ -40,6 +40,8 @@ export interface WebhookEndpoint {
   retry_schedule?: number[];
   /** Attempts at once to the endpoint; absent from older daemons. */
   max_in_flight?: number;
+  /** Attempts per second at most (null: none); absent from older daemons. */
+  rate_limit_per_second?: number | null;
 }
 
 export interface Site {

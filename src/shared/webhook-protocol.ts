@@ -36,6 +36,8 @@ export const RETRY_DELAY_MAX_SECONDS = 86_400;
 export const RETRY_SCHEDULE_MAX_TOTAL_SECONDS = 259_200;
 /** Bounds of an endpoint's `max_in_flight`. */
 export const MAX_IN_FLIGHT_LIMIT = 64;
+/** Bounds of an endpoint's `rate_limit_per_second`. */
+export const RATE_LIMIT_MAX = 1000;
 
 /**
  * The delay (whole seconds) of the retry that follows a failed attempt, read from its log entry

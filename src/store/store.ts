@@ -373,6 +373,12 @@ export interface OutboxRepository {
   /** Releases `owner`'s leases without recording anything (a dispatcher that stops). */
   release(owner: string, ids: readonly string[]): Promise<void>;
   /**
+   * `owner` stops claiming, its attempts recorded: what it holds beyond its leases (on a shared
+   * store, the endpoints it serves alone for their cap) is free for other claimers at once,
+   * instead of when its hold would have ended.
+   */
+  leave(owner: string): Promise<void>;
+  /**
    * When the next pending delivery falls due (epoch ms), or no later than that: a backend may
    * answer when it can next be claimed (its lease's end, if later); null: none pending.
    * Paused endpoints' deliveries are not counted: they are not claimed until resumed.

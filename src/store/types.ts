@@ -82,6 +82,8 @@ export interface WebhookRecord {
   retry_schedule?: number[];
   /** Attempts at once to the endpoint; absent on records that keep the default 8. */
   max_in_flight?: number;
+  /** Attempts per second at most, over every daemon; absent or null: no limit. */
+  rate_limit_per_second?: number | null;
 }
 
 export interface ResetTokenRecord {
@@ -129,6 +131,11 @@ export interface DeliveryRecord {
   created_at: string;
   /** A manual send (test, redeliver): made even when the endpoint is inactive. */
   manual?: boolean;
+  /**
+   * In a claim's answer only, never stored: not to be attempted before this (epoch ms), the turn
+   * the store gave it in its endpoint's rate limit (a store whose claimers share the rate).
+   */
+  not_before?: number;
 }
 
 export interface DeliveryLogEntry {

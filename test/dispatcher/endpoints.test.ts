@@ -45,6 +45,7 @@ describe.concurrent('webhook endpoints API', () => {
         paused_deliveries: 0,
         retry_schedule: [2],
         max_in_flight: 8,
+        rate_limit_per_second: null,
       },
       error: null,
       message: expect.any(String),

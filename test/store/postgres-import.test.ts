@@ -124,7 +124,7 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
     await json.apiKeys.insert({ user_id: customer.id, name: 'k', key_hash: 'c'.repeat(64), key_prefix: 'ncp_x', last_used_at: null, expires_at: null, created_at: T });
     const sub = await json.subscriptions.insert({ customer_id: customer.id, main_domain: 'c.example', is_default: false, status: 'active', created_at: T, updated_at: T });
     await json.sites.insert({ subscription_id: sub.id, domain: 'www.c.example', created_at: T });
-    const hook = await json.webhooks.insert({ user_id: customer.id, url: 'https://h.example/x', secret: 's', events: '*', active: true, created_at: T, updated_at: T, retry_schedule: [1, 1, 2], max_in_flight: 1 });
+    const hook = await json.webhooks.insert({ user_id: customer.id, url: 'https://h.example/x', secret: 's', events: '*', active: true, created_at: T, updated_at: T, retry_schedule: [1, 1, 2], max_in_flight: 1, rate_limit_per_second: 5 });
     // Every optional endpoint field is carried: the scheme, custom headers, a rotation's previous secret.
     await json.webhooks.insert({
       user_id: customer.id, url: 'https://h.example/y', secret: `whsec_${'A'.repeat(43)}=`, events: '*', active: true, created_at: T, updated_at: T,
@@ -159,6 +159,7 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
       expect(await pgStore.sites.list()).toEqual(await json.sites.list());
       expect(await pgStore.webhooks.list()).toEqual(await json.webhooks.list());
       expect((await pgStore.webhooks.get(hook.id))?.retry_schedule).toEqual([1, 1, 2]);
+      expect((await pgStore.webhooks.get(hook.id))?.rate_limit_per_second).toBe(5);
       // The pending retry (d2) is the endpoint's next, on either backend.
       expect(await pgStore.outbox.nextRetryAt([hook.id])).toEqual(new Map([[hook.id, 3_000]]));
       expect(await json.outbox.nextRetryAt([hook.id])).toEqual(new Map([[hook.id, 3_000]]));

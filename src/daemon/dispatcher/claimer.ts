@@ -34,6 +34,8 @@ export interface ClaimerOptions<B extends BatchRead> {
   read: (deliveries: DeliveryRecord[]) => B;
   /** Whether an endpoint's policy was read before (its first batch waits for the read). */
   knows: (endpointId: number) => boolean;
+  /** Work done at the start of every turn, before claiming (the dispatcher's sweep of expired secrets). */
+  beforeTurn: () => void;
   /** Starts the held deliveries that have room. */
   launchReady: () => void;
   /** Starts one held delivery (a manual send, outside the limits). */
@@ -112,6 +114,7 @@ export class Claimer<B extends BatchRead> {
       this.#woken = false;
       let wait = this.#o.pollMs;
       try {
+        this.#o.beforeTurn();
         await this.#claimManual();
         await this.#claimDue();
         // Woken meanwhile (a slot came free, work was queued): claim again first.
@@ -121,6 +124,9 @@ export class Claimer<B extends BatchRead> {
         // Due now but not claimable (leased, or its endpoint or owner without room): a slot
         // coming free or the safety poll brings the loop back.
         if (due !== null && due > now) wait = Math.min(due - now, this.#o.pollMs);
+        // A ready delivery waiting for its endpoint's rate starts on time, not at the next poll.
+        const turn = this.#o.scheduler.nextLaunchAt;
+        if (turn !== null) wait = Math.min(wait, Math.max(1, turn - now));
       } catch (error) {
         this.#o.failed(error, 'could not take webhook deliveries from the outbox');
       }

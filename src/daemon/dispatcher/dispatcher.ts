@@ -18,6 +18,7 @@ import { RecentAttempts } from './recent-attempts.js';
 import { runAttempt, type AttemptRun, type Sender } from './attempt-runner.js';
 import { DeliveryNotAttempted, LogRelay, type EntryListener } from './log-relay.js';
 import { Recorder } from './recorder.js';
+import { SecretSweep } from './secret-sweep.js';
 import { DEFAULT_POLICY, Scheduler, policyOfRecord, type Answer, type EndpointPolicy, type Held, type PolicyOf } from './scheduler.js';
 
 export { DeliveryNotAttempted, type EntryListener } from './log-relay.js';
@@ -83,6 +84,7 @@ export class Dispatcher {
   readonly #claimer: Claimer<EndpointsRead>;
   readonly #recorder: Recorder;
   readonly #relay: LogRelay;
+  readonly #secretSweep: SecretSweep;
   /** Told of this daemon's own attempts once recorded (log lines, auto-disable). */
   readonly #attemptListeners = new Set<(entry: DeliveryLogEntry) => void>();
   /** Attempts started and not yet recorded, by delivery id. */
@@ -117,11 +119,13 @@ export class Dispatcher {
       pollMs: options.pollMs ?? 1_000,
       read: (deliveries) => this.#readEndpoints(deliveries),
       knows: (endpointId) => this.#policies.has(endpointId),
+      beforeTurn: () => this.#secretSweep.tick(this.#clock()),
       launchReady: () => this.#launchReady(),
       launch: (held) => this.#launch(held),
       handBack: (deliveries) => this.#handBack(deliveries),
       failed: (error, message) => this.#failed(error, {}, message),
     });
+    this.#secretSweep = new SecretSweep(this.#store, (error) => this.#failed(error, {}, 'could not drop expired previous secrets'));
     this.#relay = new LogRelay(this.#store, (error, message) => this.#failed(error, {}, message));
     this.#recorder = new Recorder({
       store: this.#store,
@@ -170,6 +174,8 @@ export class Dispatcher {
     if (wasRunning) await this.#handBack(this.#scheduler.drainReady());
     await Promise.allSettled([...this.#jobs.values()]);
     await this.#recorder.flush();
+    // Its attempts are recorded: the endpoints it held for their caps go to other daemons now.
+    if (wasRunning) await this.#store.outbox.leave(this.owner).catch((error) => this.#failed(error, {}, 'could not hand over held endpoints'));
     // The entries of the last attempts reach the open streams before those are ended.
     await this.#relay.idle();
     this.#unsubscribe();

@@ -5,27 +5,35 @@
 //
 // Limits, in the order they apply:
 //   - at most `concurrency` attempts at once over all endpoints;
-//   - an endpoint's own limits, read through `policyOf` (today `maxInFlight`, 8 by default):
-//     the one place per-endpoint policies (caps, pause, rate) plug in;
+//   - an endpoint's own limits, read through `policyOf` (`maxInFlight`, 8 by default, and
+//     `ratePerSecond`): the one place per-endpoint policies plug in. A rate spaces the endpoint's
+//     attempts 1000 / rate ms apart: by the turns the store gave its claimed deliveries
+//     (`not_before`, when the store shares one schedule between daemons), else by this daemon's
+//     own spacing;
 //   - an owner's share: at most `ownerShare` attempts at once to one customer's endpoints, so a
 //     customer whose endpoints hang cannot take every slot;
 //   - an endpoint that got no answer at all is `probing`: one attempt at a time, none claimed
 //     ahead, until one answers.
-// Deliveries are claimed ahead of free slots (up to AHEAD times each limit), so a slot that
-// comes free is filled at once instead of after a claim's round trip. Fairness is applied at
-// claim time by skipping endpoints and owners without room, and at run time: what a claim
-// brought beyond an owner's or endpoint's room is handed back at once.
+// Deliveries are claimed ahead of free slots (up to AHEAD times each limit, a rate-limited
+// endpoint's RATE_AHEAD_MS of turns), so a slot that comes free is filled at once instead of
+// after a claim's round trip. Ready deliveries wait in a queue per endpoint, so finding what may
+// start costs the endpoints with ready work, not the deliveries held back by their endpoint's
+// limits. Fairness is applied at claim time by skipping endpoints and owners without room, and
+// at run time: what a claim brought beyond an owner's or endpoint's room is handed back at once,
+// and endpoints that started attempts go behind those waiting for a slot.
 import type { DeliveryRecord, WebhookRecord } from '../../store/types.js';
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAY_MS } from '../../shared/webhook-protocol.js';
 
 /**
- * An endpoint's delivery policy: the one place per-endpoint settings (caps, a retry schedule,
- * later a rate or a pause) reach the dispatcher. The scheduler reads `maxInFlight`; the attempt
- * runner reads the retry schedule.
+ * An endpoint's delivery policy: the one place per-endpoint settings (caps, a rate, a retry
+ * schedule) reach the dispatcher. The scheduler reads `maxInFlight` and `ratePerSecond`; the
+ * attempt runner reads the retry schedule.
  */
 export interface EndpointPolicy {
   /** Attempts in flight at once to the endpoint. */
   maxInFlight: number;
+  /** Attempts started per second at most; null: no limit. */
+  ratePerSecond: number | null;
   /** The delay before each retry (ms): `[2000]` is one retry 2 s after the first attempt; `[]` none. */
   retryDelaysMs: readonly number[];
 }
@@ -33,13 +41,18 @@ export interface EndpointPolicy {
 export type PolicyOf = (endpointId: number) => EndpointPolicy;
 
 /** The service description's policy, the same for every endpoint. */
-export const DEFAULT_POLICY: EndpointPolicy = Object.freeze({ maxInFlight: MAX_IN_FLIGHT_PER_ENDPOINT, retryDelaysMs: Object.freeze([RETRY_DELAY_MS]) });
+export const DEFAULT_POLICY: EndpointPolicy = Object.freeze({
+  maxInFlight: MAX_IN_FLIGHT_PER_ENDPOINT,
+  ratePerSecond: null,
+  retryDelaysMs: Object.freeze([RETRY_DELAY_MS]),
+});
 
 /** An endpoint's policy from its record: the fields it sets, the defaults for those it does not. */
-export function policyOfRecord(record: Pick<WebhookRecord, 'retry_schedule' | 'max_in_flight'>): EndpointPolicy {
-  if (record.retry_schedule === undefined && record.max_in_flight === undefined) return DEFAULT_POLICY;
+export function policyOfRecord(record: Pick<WebhookRecord, 'retry_schedule' | 'max_in_flight' | 'rate_limit_per_second'>): EndpointPolicy {
+  if (record.retry_schedule === undefined && record.max_in_flight === undefined && record.rate_limit_per_second == null) return DEFAULT_POLICY;
   return {
     maxInFlight: record.max_in_flight ?? DEFAULT_POLICY.maxInFlight,
+    ratePerSecond: record.rate_limit_per_second ?? null,
     retryDelaysMs: record.retry_schedule?.map((seconds) => seconds * 1000) ?? DEFAULT_POLICY.retryDelaysMs,
   };
 }
@@ -91,6 +104,13 @@ export interface SchedulerOptions {
 
 /** Deliveries claimed ahead, per limit: in flight plus ready to start. */
 export const AHEAD = 3;
+/** A rate-limited endpoint's deliveries claimed ahead: the turns of this long (and at most AHEAD times its cap). */
+const RATE_AHEAD_MS = 2_000;
+/**
+ * How late (ms, at most one step) an attempt to a rate-limited endpoint this daemon spaces may
+ * start and still keep the schedule: the next turn follows its turn, not its start.
+ */
+const RATE_SLACK_MS = 100;
 /** The most a claim asks for. */
 const CLAIM_MOST = 256;
 
@@ -115,8 +135,17 @@ export class Scheduler<B> {
   readonly #ownerShare: number;
   readonly #holdMs: number;
   readonly #policyOf: PolicyOf;
-  /** Held deliveries by id, in claim order (ready ones start oldest claimed first). */
+  /** Held deliveries by id. */
   readonly #held = new Map<string, Held<B>>();
+  /**
+   * Ready deliveries per endpoint, each queue in claim order; endpoints in the order they are
+   * served (one that started attempts goes to the back).
+   */
+  readonly #ready = new Map<number, Held<B>[]>();
+  /** When this daemon next may start an attempt to a rate-limited endpoint it spaces itself. */
+  readonly #nextSendAt = new Map<number, number>();
+  /** The earliest time a ready delivery waiting only for its rate's turn may start (null: none waits so). */
+  #nextLaunchAt: number | null = null;
   #running = 0;
   /** Held (ready or running) and running, per endpoint and per owner. */
   readonly #heldByEndpoint = new Counts();
@@ -142,6 +171,14 @@ export class Scheduler<B> {
 
   get readyCount(): number {
     return this.#held.size - this.#running;
+  }
+
+  /**
+   * When a ready delivery held back only by its endpoint's rate may start, as of the last
+   * `launchable`: the dispatcher looks again then. Null: none is.
+   */
+  get nextLaunchAt(): number | null {
+    return this.#nextLaunchAt;
   }
 
   modeOf(endpointId: number): EndpointMode {
@@ -181,11 +218,14 @@ export class Scheduler<B> {
     let perEndpoint = Infinity;
     for (const endpointId of this.#heldByEndpoint.keys()) {
       if (this.#probing.has(endpointId)) continue;
-      const { maxInFlight } = this.#policyOf(endpointId);
-      const left = AHEAD * maxInFlight - this.#heldByEndpoint.get(endpointId);
-      // Claimed for again once a whole cap of its window is free.
-      if (left < maxInFlight) skipEndpoints.push(endpointId);
-      else perEndpoint = Math.min(perEndpoint, left);
+      const { maxInFlight, ratePerSecond } = this.#policyOf(endpointId);
+      const window = this.#window(endpointId);
+      const left = window - this.#heldByEndpoint.get(endpointId);
+      // Claimed for again once a whole cap of its window is free (half of a rate's).
+      if (left < Math.min(maxInFlight, Math.ceil(window / 2))) skipEndpoints.push(endpointId);
+      // A rate's window is small: what a claim brings beyond it is handed back, rather than
+      // every other endpoint claimed for in steps that small.
+      else if (ratePerSecond === null) perEndpoint = Math.min(perEndpoint, left);
     }
     skipEndpoints.sort((a, b) => a - b);
     if (perEndpoint === Infinity) perEndpoint = AHEAD * MAX_IN_FLIGHT_PER_ENDPOINT;
@@ -218,34 +258,59 @@ export class Scheduler<B> {
   }
 
   /**
-   * Moves the ready deliveries that have room to `running`, oldest claimed first, and answers
-   * them with those held ready too long (to hand back: any daemon may claim them afresh).
+   * Moves the ready deliveries that have room (and whose rate's turn has come) to `running`,
+   * each endpoint's oldest claimed first, endpoints in turn; answers them with those held ready
+   * too long (to hand back: any daemon may claim them afresh).
    */
   launchable(now: number): { start: Held<B>[]; stale: DeliveryRecord[] } {
     const start: Held<B>[] = [];
     const stale: DeliveryRecord[] = [];
+    this.#nextLaunchAt = null;
     if (this.readyCount === 0) return { start, stale };
-    for (const held of this.#held.values()) {
-      if (held.state !== 'ready') continue;
-      if (now - held.claimedAt >= this.#holdMs) {
+    const served: number[] = [];
+    for (const [endpointId, queue] of this.#ready) {
+      // Each queue is in claim order: the head is its oldest.
+      while (queue.length > 0 && now - queue[0].claimedAt >= this.#holdMs) {
+        const held = queue[0];
         this.#remove(held);
         stale.push(held.delivery);
-        continue;
       }
-      if (this.#running >= this.#concurrency) break;
-      if (this.#hasRoom(held.delivery)) {
+      let started = false;
+      const policy = this.#policyOf(endpointId);
+      while (queue.length > 0 && this.#running < this.#concurrency && this.#hasRoom(queue[0].delivery, policy)) {
+        const held = queue[0];
+        if (policy.ratePerSecond !== null) {
+          const turn = this.#turnOf(held.delivery, now);
+          if (turn > now) {
+            this.#nextLaunchAt = this.#nextLaunchAt === null ? turn : Math.min(this.#nextLaunchAt, turn);
+            break;
+          }
+          this.#tookTurn(held.delivery, policy.ratePerSecond, now);
+        }
         this.#run(held);
         start.push(held);
+        started = true;
       }
+      if (started && queue.length > 0) served.push(endpointId);
+      if (this.#running >= this.#concurrency) break;
+    }
+    // Served endpoints go to the back: a busy endpoint does not keep the first free slots.
+    for (const endpointId of served) {
+      const queue = this.#ready.get(endpointId);
+      if (!queue) continue;
+      this.#ready.delete(endpointId);
+      this.#ready.set(endpointId, queue);
     }
     return { start, stale };
   }
 
-  /** A manual send: runs at once, whatever the limits (it still counts against them). */
+  /** A manual send: runs at once, whatever the limits (it still counts against them, a rate's turn included). */
   runNow(delivery: DeliveryRecord, batch: B, now: number): Held<B> | null {
     if (this.#held.has(delivery.id)) return null;
     const held: Held<B> = { delivery, state: 'ready', claimedAt: now, batch };
     this.#add(held);
+    const { ratePerSecond } = this.#policyOf(delivery.endpoint_id);
+    if (ratePerSecond !== null) this.#tookTurn(delivery, ratePerSecond, now);
     this.#run(held);
     return held;
   }
@@ -263,39 +328,85 @@ export class Scheduler<B> {
   /** Takes every ready delivery out (a dispatcher that stops hands them back). */
   drainReady(): DeliveryRecord[] {
     const ready: DeliveryRecord[] = [];
-    for (const held of [...this.#held.values()]) {
-      if (held.state !== 'ready') continue;
-      this.#remove(held);
-      ready.push(held.delivery);
+    for (const queue of [...this.#ready.values()]) {
+      for (const held of [...queue]) {
+        this.#remove(held);
+        ready.push(held.delivery);
+      }
     }
     return ready;
   }
 
-  /** How many of an endpoint's deliveries may be held: AHEAD times its cap, one while probing. */
+  /**
+   * How many of an endpoint's deliveries may be held: AHEAD times its cap (with a rate, no more
+   * than its turns of RATE_AHEAD_MS), one while probing.
+   */
   #window(endpointId: number): number {
-    return this.#probing.has(endpointId) ? 1 : AHEAD * this.#policyOf(endpointId).maxInFlight;
+    if (this.#probing.has(endpointId)) return 1;
+    const { maxInFlight, ratePerSecond } = this.#policyOf(endpointId);
+    const window = AHEAD * maxInFlight;
+    return ratePerSecond === null ? window : Math.min(window, Math.max(1, Math.ceil((ratePerSecond * RATE_AHEAD_MS) / 1000)));
   }
 
-  #hasRoom(delivery: DeliveryRecord): boolean {
-    const cap = this.#probing.has(delivery.endpoint_id) ? 1 : this.#policyOf(delivery.endpoint_id).maxInFlight;
+  /**
+   * When a ready delivery to a rate-limited endpoint may start: the turn the store gave it, else
+   * this daemon's next turn for the endpoint.
+   */
+  #turnOf(delivery: DeliveryRecord, now: number): number {
+    return delivery.not_before ?? this.#nextSendAt.get(delivery.endpoint_id) ?? now;
+  }
+
+  /**
+   * A rate-limited endpoint's attempt starts now. Turns given by the store are the store's
+   * schedule; otherwise this daemon's own turn moves on by one step: from its turn when it
+   * starts on time or a little late (so wake-up delays do not lower the rate), from now when it
+   * is later than that (after an idle spell: no burst).
+   */
+  #tookTurn(delivery: DeliveryRecord, ratePerSecond: number, now: number): void {
+    if (delivery.not_before !== undefined) return;
+    const step = 1000 / ratePerSecond;
+    const turn = this.#nextSendAt.get(delivery.endpoint_id);
+    const from = turn !== undefined && now - turn <= Math.min(RATE_SLACK_MS, step) ? turn : now;
+    this.#nextSendAt.set(delivery.endpoint_id, from + step);
+  }
+
+  #hasRoom(delivery: DeliveryRecord, policy: EndpointPolicy): boolean {
+    const cap = this.#probing.has(delivery.endpoint_id) ? 1 : policy.maxInFlight;
     if (this.#runningByEndpoint.get(delivery.endpoint_id) >= cap) return false;
     return delivery.owner_id === null || this.#runningByOwner.get(delivery.owner_id) < this.#ownerShare;
   }
 
   #add(held: Held<B>): void {
     this.#held.set(held.delivery.id, held);
+    const endpointId = held.delivery.endpoint_id;
+    const queue = this.#ready.get(endpointId);
+    if (queue) queue.push(held);
+    else this.#ready.set(endpointId, [held]);
     this.#heldByEndpoint.add(held.delivery.endpoint_id, 1);
     if (held.delivery.owner_id !== null) this.#heldByOwner.add(held.delivery.owner_id, 1);
   }
 
   #run(held: Held<B>): void {
+    this.#unready(held);
     held.state = 'running';
     this.#running++;
     this.#runningByEndpoint.add(held.delivery.endpoint_id, 1);
     if (held.delivery.owner_id !== null) this.#runningByOwner.add(held.delivery.owner_id, 1);
   }
 
+  /** Takes a ready delivery out of its endpoint's queue (in claim order: almost always its head). */
+  #unready(held: Held<B>): void {
+    if (held.state !== 'ready') return;
+    const endpointId = held.delivery.endpoint_id;
+    const queue = this.#ready.get(endpointId);
+    if (!queue) return;
+    const at = queue[0] === held ? 0 : queue.indexOf(held);
+    if (at !== -1) queue.splice(at, 1);
+    if (queue.length === 0) this.#ready.delete(endpointId);
+  }
+
   #remove(held: Held<B>): void {
+    this.#unready(held);
     this.#held.delete(held.delivery.id);
     this.#heldByEndpoint.add(held.delivery.endpoint_id, -1);
     if (held.delivery.owner_id !== null) this.#heldByOwner.add(held.delivery.owner_id, -1);

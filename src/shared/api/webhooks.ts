@@ -3,7 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Timestamp } from '../envelope.js';
 import { PageFields } from './pages.js';
-import { MAX_IN_FLIGHT_LIMIT, MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAY_MAX_SECONDS, RETRY_SCHEDULE_MAX_ENTRIES, RETRY_SCHEDULE_MAX_TOTAL_SECONDS } from '../webhook-protocol.js';
+import { MAX_IN_FLIGHT_LIMIT, MAX_IN_FLIGHT_PER_ENDPOINT, RATE_LIMIT_MAX, RETRY_DELAY_MAX_SECONDS, RETRY_SCHEDULE_MAX_ENTRIES, RETRY_SCHEDULE_MAX_TOTAL_SECONDS } from '../webhook-protocol.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute https: URL the events are POSTed to' });
 const Secret = Type.String({ minLength: 1, maxLength: 1024, description: 'Key of the HMAC-SHA256 signature; never returned' });
@@ -52,6 +52,9 @@ const MaxInFlight = Type.Integer({
   maximum: MAX_IN_FLIGHT_LIMIT,
   description: `Attempts at once to this endpoint (default ${MAX_IN_FLIGHT_PER_ENDPOINT})`,
 });
+const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: RATE_LIMIT_MAX }), Type.Null()], {
+  description: `Attempts per second to this endpoint at most, over every daemon (1 to ${RATE_LIMIT_MAX}); null (the default): no limit`,
+});
 
 export const EndpointHealth = Type.Object(
   {
@@ -92,6 +95,7 @@ export const WebhookEndpoint = Type.Object(
     paused_deliveries: Type.Integer({ minimum: 0, description: 'Deliveries kept while paused (0 when not paused)' }),
     retry_schedule: RetrySchedule,
     max_in_flight: MaxInFlight,
+    rate_limit_per_second: RateLimit,
   },
   { $id: 'WebhookEndpoint' },
 );
@@ -108,6 +112,7 @@ export const CreateWebhookBody = Type.Object(
     paused: Type.Optional(Paused),
     retry_schedule: Type.Optional(RetrySchedule),
     max_in_flight: Type.Optional(MaxInFlight),
+    rate_limit_per_second: Type.Optional(RateLimit),
   },
   { additionalProperties: false },
 );
@@ -124,6 +129,7 @@ export const UpdateWebhookBody = Type.Object(
     paused: Type.Optional(Paused),
     retry_schedule: Type.Optional(RetrySchedule),
     max_in_flight: Type.Optional(MaxInFlight),
+    rate_limit_per_second: Type.Optional(RateLimit),
   },
   { additionalProperties: false, description: 'Any of the fields; the others stay as they are' },
 );

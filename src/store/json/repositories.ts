@@ -496,6 +496,8 @@ export class JsonRepositories implements Repositories {
       release: async (owner, ids) => {
         for (const id of ids) state.lanes.release(owner, id);
       },
+      // One daemon per JSON store: nobody else to hand anything to.
+      leave: async () => undefined,
       nextDueAt: async () => state.lanes.nextDueAt(paused),
       nextRetryAt: async (endpointIds) => {
         const due = new Map<number, number>();

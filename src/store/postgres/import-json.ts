@@ -268,7 +268,7 @@ async function copy(
     subscriptions: await insertRows(client, 'subscriptions', ['id', 'customer_id', 'main_domain', 'is_default', 'status', 'created_at', 'updated_at'],
       subscriptions.map((s) => ({ ...s, is_default: defaults.get(s.customer_id) === s.id }))),
     sites: await insertRows(client, 'sites', ['id', 'subscription_id', 'domain', 'created_at'], sites as never[]),
-    webhooks: await insertRows(client, 'webhooks', ['id', 'user_id', 'url', 'secret', 'events', 'active', 'created_at', 'updated_at', 'signature', 'health_reset_at', 'headers', 'previous_secret', 'previous_secret_expires_at', 'paused', 'retry_schedule', 'max_in_flight'],
+    webhooks: await insertRows(client, 'webhooks', ['id', 'user_id', 'url', 'secret', 'events', 'active', 'created_at', 'updated_at', 'signature', 'health_reset_at', 'headers', 'previous_secret', 'previous_secret_expires_at', 'paused', 'retry_schedule', 'max_in_flight', 'rate_limit_per_second'],
       webhooks.map((w) => ({ ...w, paused: w.paused === true }))),
     reset_tokens: await insertRows(client, 'reset_tokens', ['id', 'user_id', 'token_hash', 'expires_at', 'used_at', 'created_at'], resetTokens as never[]),
     revoked_tokens: await insertRows(client, 'revoked_tokens', ['jti', 'expires_at'], data.revoked_tokens as never[]),

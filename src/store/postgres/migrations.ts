@@ -12,6 +12,7 @@ import retryPolicies from './migrations/0004-retry-policies.js';
 import endpointHeadersRotation from './migrations/0005-endpoint-headers-rotation.js';
 import pausedEndpoints from './migrations/0006-paused-endpoints.js';
 import siteCreate from './migrations/0007-site-create.js';
+import endpointRates from './migrations/0008-endpoint-rates.js';
 
 export interface PgMigration {
   version: number;
@@ -31,6 +32,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 5, name: 'endpoint headers and secret rotation', sql: endpointHeadersRotation },
   { version: 6, name: 'paused endpoints', sql: pausedEndpoints },
   { version: 7, name: 'a site created in one statement', sql: siteCreate },
+  { version: 8, name: 'rate limits and caps across daemons', sql: endpointRates },
 ];
 
 /**

@@ -31,7 +31,7 @@ export const COLUMNS = {
   api_keys: ['user_id', 'name', 'key_hash', 'key_prefix', 'last_used_at', 'expires_at', 'created_at'],
   subscriptions: ['customer_id', 'main_domain', 'is_default', 'status', 'created_at', 'updated_at'],
   sites: ['subscription_id', 'domain', 'created_at'],
-  webhooks: ['user_id', 'url', 'secret', 'events', 'active', 'signature', 'health_reset_at', 'created_at', 'updated_at', 'headers', 'previous_secret', 'previous_secret_expires_at', 'paused', 'retry_schedule', 'max_in_flight'],
+  webhooks: ['user_id', 'url', 'secret', 'events', 'active', 'signature', 'health_reset_at', 'created_at', 'updated_at', 'headers', 'previous_secret', 'previous_secret_expires_at', 'paused', 'retry_schedule', 'max_in_flight', 'rate_limit_per_second'],
   reset_tokens: ['user_id', 'token_hash', 'expires_at', 'used_at', 'created_at'],
 } as const;
 
@@ -138,6 +138,7 @@ export function toWebhook(r: Row): WebhookRecord {
     updated_at: str(r.updated_at),
     ...(r.retry_schedule != null ? { retry_schedule: (r.retry_schedule as unknown[]).map(Number) } : {}),
     ...(r.max_in_flight != null ? { max_in_flight: num(r.max_in_flight) } : {}),
+    ...(r.rate_limit_per_second != null ? { rate_limit_per_second: num(r.rate_limit_per_second) } : {}),
   };
 }
 
@@ -169,6 +170,8 @@ export function toDelivery(r: Row): DeliveryRecord {
     created_at: str(r.created_at),
   };
   if (r.manual !== null && r.manual !== undefined) delivery.manual = Boolean(r.manual);
+  // A claim's answer: the turn of the endpoint's rate schedule.
+  if (r.send_at !== null && r.send_at !== undefined) delivery.not_before = num(r.send_at);
   return delivery;
 }
 

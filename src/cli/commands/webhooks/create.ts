@@ -1,5 +1,5 @@
 // `panelctl webhooks create --url U --events E (--secret S | --secret-stdin | --generate-secret) [--inactive] [--paused] [--signature S] [--header 'Name: value' …]
-// [--retry-schedule 1,1,2|none] [--max-in-flight N]`.
+// [--retry-schedule 1,1,2|none] [--max-in-flight N] [--rate-limit N|none]`.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { parseCount } from '../../args.js';
 import type { WebhookEndpoint } from '../../api-types.js';
@@ -17,6 +17,8 @@ export interface WebhooksCreateOptions extends SecretOptions {
   header?: Array<[string, string]>;
   retrySchedule?: number[];
   maxInFlight?: number;
+  /** Attempts per second; 'none': no limit. */
+  rateLimit?: number | 'none';
 }
 
 /**
@@ -44,11 +46,23 @@ export function parseRetrySchedule(value: string): number[] {
   return parts.map(Number);
 }
 
+/** Help of --rate-limit, shared by create and update. */
+export const RATE_LIMIT_HELP = 'attempts per second to the endpoint at most, 1-1000, over every daemon; "none" for no limit (the default)';
+
+/** `5` → 5; `none` stays (commander would turn a null into ''); the daemon checks the bounds. */
+export function parseRateLimit(value: string): number | 'none' {
+  const text = value.trim();
+  if (text.toLowerCase() === 'none') return 'none';
+  if (!/^[1-9]\d{0,5}$/.test(text)) throw new InvalidArgumentError(`expected a whole number of attempts per second (e.g. 5) or "none", got "${value}"`);
+  return Number(text);
+}
+
 /** The policy fields of a create or update body, the given ones only. */
-export function policyBody(options: Pick<WebhooksCreateOptions, 'retrySchedule' | 'maxInFlight'>): Record<string, unknown> {
+export function policyBody(options: Pick<WebhooksCreateOptions, 'retrySchedule' | 'maxInFlight' | 'rateLimit'>): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (options.retrySchedule !== undefined) body.retry_schedule = options.retrySchedule;
   if (options.maxInFlight !== undefined) body.max_in_flight = options.maxInFlight;
+  if (options.rateLimit !== undefined) body.rate_limit_per_second = options.rateLimit === 'none' ? null : options.rateLimit;
   return body;
 }
 
@@ -70,6 +84,7 @@ export function webhooksCreateCommand(ctx: Context): Command {
     .option('--header <header>', "extra request header 'Name: value' sent with every delivery (repeatable; the value is never shown again)", collectHeader)
     .option('--retry-schedule <seconds>', RETRY_SCHEDULE_HELP, parseRetrySchedule)
     .option('--max-in-flight <n>', 'attempts at once to the endpoint, 1-64 (default 8)', parseCount)
+    .option('--rate-limit <n>', RATE_LIMIT_HELP, parseRateLimit)
     .action(async (options: WebhooksCreateOptions) => webhooksCreateRun(ctx, options));
 }
 

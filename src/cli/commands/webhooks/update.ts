@@ -1,5 +1,5 @@
 // `panelctl webhooks update ID [--url U] [--events E] [--active|--inactive] [--signature S] [--secret-stdin | --generate-secret]
-// [--header 'Name: value' | --header 'Name:' …] [--retry-schedule 1,1,2|none] [--max-in-flight N]`: a partial update (PUT with only the given
+// [--header 'Name: value' | --header 'Name:' …] [--retry-schedule 1,1,2|none] [--max-in-flight N] [--rate-limit N|none]`: a partial update (PUT with only the given
 // fields); a new secret rotates the signing key at once (`webhooks rotate-secret` keeps the old one signing for a while). A header with a
 // value sets it, `Name:` removes it; the others stay.
 import { Command, Option } from 'commander';
@@ -8,7 +8,7 @@ import { parseCount, parseId } from '../../args.js';
 import type { Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
 import { SIGNATURE_SCHEMES, resolveSecret, warnSecretShownOnce, type SignatureScheme } from './secret.js';
-import { RETRY_SCHEDULE_HELP, collectHeader, parseRetrySchedule, policyBody } from './create.js';
+import { RATE_LIMIT_HELP, RETRY_SCHEDULE_HELP, collectHeader, parseRateLimit, parseRetrySchedule, policyBody } from './create.js';
 import { showEndpoint } from './view.js';
 
 export interface WebhooksUpdateOptions {
@@ -21,6 +21,7 @@ export interface WebhooksUpdateOptions {
   header?: Array<[string, string]>;
   retrySchedule?: number[];
   maxInFlight?: number;
+  rateLimit?: number | 'none';
 }
 
 export function webhooksUpdateCommand(ctx: Context): Command {
@@ -37,6 +38,7 @@ export function webhooksUpdateCommand(ctx: Context): Command {
     .option('--header <header>', "set a request header 'Name: value', or remove one with 'Name:' (repeatable)", collectHeader)
     .option('--retry-schedule <seconds>', RETRY_SCHEDULE_HELP, parseRetrySchedule)
     .option('--max-in-flight <n>', 'attempts at once to the endpoint, 1-64', parseCount)
+    .option('--rate-limit <n>', RATE_LIMIT_HELP, parseRateLimit)
     .action(async (id: number, options: WebhooksUpdateOptions & { inactive?: boolean }) =>
       webhooksUpdateRun(ctx, id, { ...options, active: options.active ? true : options.inactive ? false : undefined }),
     );
@@ -56,7 +58,7 @@ export async function webhooksUpdateRun(ctx: Context, id: number, options: Webho
   if (options.header?.length) body.headers = Object.fromEntries(options.header.map(([name, value]) => [name, value === '' ? null : value]));
   Object.assign(body, policyBody(options));
   if (Object.keys(body).length === 0) {
-    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --header, --secret-stdin, --generate-secret, --retry-schedule or --max-in-flight');
+    throw new UsageError('nothing to change: give --url, --events, --active, --inactive, --signature, --header, --secret-stdin, --generate-secret, --retry-schedule, --max-in-flight or --rate-limit');
   }
   const { data } = await ctx.client().call<WebhookEndpoint>('PUT', `/webhooks/${id}`, body);
   if (ctx.json) {

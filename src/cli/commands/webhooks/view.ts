@@ -57,12 +57,13 @@ export function showEndpoint(ui: Ui, endpoint: WebhookEndpoint, extra: Array<[st
   ]);
 }
 
-/** `retries 1 s, 1 s, 2 s` (or `none`) and the cap; absent from answers of older daemons. */
+/** `retries 1 s, 1 s, 2 s` (or `none`), the cap and the rate; absent from answers of older daemons. */
 function policyPairs(endpoint: WebhookEndpoint): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
   const schedule = endpoint.retry_schedule;
   if (schedule) pairs.push(['retries', schedule.length ? schedule.map((s) => `${s} s`).join(', ') : 'none']);
   if (endpoint.max_in_flight !== undefined) pairs.push(['max in flight', String(endpoint.max_in_flight)]);
+  if (endpoint.rate_limit_per_second !== undefined) pairs.push(['rate limit', endpoint.rate_limit_per_second === null ? 'none' : `${endpoint.rate_limit_per_second}/s`]);
   return pairs;
 }
 

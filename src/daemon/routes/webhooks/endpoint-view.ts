@@ -50,7 +50,7 @@ async function healthOf(app: FastifyInstance, record: WebhookRecord, summary: Lo
 }
 
 /** The endpoint's delivery policy, the defaults filled in. */
-function policyView(record: WebhookRecord): Pick<WebhookEndpoint, 'retry_schedule' | 'max_in_flight'> {
+function policyView(record: WebhookRecord): Pick<WebhookEndpoint, 'retry_schedule' | 'max_in_flight' | 'rate_limit_per_second'> {
   const policy = policyOfRecord(record);
-  return { retry_schedule: policy.retryDelaysMs.map((ms) => ms / 1000), max_in_flight: policy.maxInFlight };
+  return { retry_schedule: policy.retryDelaysMs.map((ms) => ms / 1000), max_in_flight: policy.maxInFlight, rate_limit_per_second: policy.ratePerSecond };
 }

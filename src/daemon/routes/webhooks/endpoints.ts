@@ -109,7 +109,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { url, secret, events, active = true, signature = 'seed', headers, paused, retry_schedule, max_in_flight } = request.body;
+      const { url, secret, events, active = true, signature = 'seed', headers, paused, retry_schedule, max_in_flight, rate_limit_per_second } = request.body;
       checkSecret(signature, secret);
       const custom = headers === undefined ? null : checkHeaders(headers);
       const record: Omit<WebhookRecord, 'id'> = {
@@ -126,6 +126,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
       // Kept only when given: a record without them keeps the defaults.
       if (retry_schedule !== undefined) record.retry_schedule = checkRetrySchedule(retry_schedule);
       if (max_in_flight !== undefined) record.max_in_flight = max_in_flight;
+      if (rate_limit_per_second != null) record.rate_limit_per_second = rate_limit_per_second;
       record.updated_at = record.created_at;
       if (custom) record.headers = custom;
       const created = await app.store.webhooks.insert(record);
@@ -185,7 +186,7 @@ export default async function endpointRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
-        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, headers, paused, retry_schedule, max_in_flight)',
+        summary: 'Change an endpoint (partial: any of url, events, active, secret, signature, headers, paused, retry_schedule, max_in_flight, rate_limit_per_second)',
         security,
         params: IdParam,
         body: UpdateWebhookBody,
@@ -195,9 +196,9 @@ export default async function endpointRoutes(app: FastifyInstance) {
     async (request) => {
       const { id } = request.params;
       const current = assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
-      const { url, secret, events, active, signature, headers, paused, retry_schedule, max_in_flight } = request.body;
+      const { url, secret, events, active, signature, headers, paused, retry_schedule, max_in_flight, rate_limit_per_second } = request.body;
       if (Object.values(request.body).every((value) => value === undefined)) {
-        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, headers, paused, retry_schedule, max_in_flight');
+        throw new ApiError('BAD_REQUEST', 'body: give at least one of url, events, active, secret, signature, headers, paused, retry_schedule, max_in_flight, rate_limit_per_second');
       }
       checkSecret(signature ?? current.signature ?? 'seed', secret ?? current.secret);
       const patch: Partial<WebhookRecord> = { updated_at: new Date(app.clock()).toISOString() };
@@ -212,6 +213,8 @@ export default async function endpointRoutes(app: FastifyInstance) {
       if (paused !== undefined) patch.paused = paused;
       if (retry_schedule !== undefined) patch.retry_schedule = checkRetrySchedule(retry_schedule);
       if (max_in_flight !== undefined) patch.max_in_flight = max_in_flight;
+      // null lifts the limit.
+      if (rate_limit_per_second !== undefined) patch.rate_limit_per_second = rate_limit_per_second;
       // Enabled again: failures from before no longer count towards the auto-disable.
       if (active === true && !current.active) patch.health_reset_at = patch.updated_at;
       const updated = await app.store.webhooks.update(id, patch);

@@ -68,33 +68,70 @@ const CLAIMABLE = "x.state = 'pending' AND x.next_attempt_at <= $2 AND (x.lease_
 const LOCK = (alias: string) => `CROSS JOIN LATERAL (SELECT 1 FROM deliveries x WHERE x.ctid = ${alias}.t AND ${CLAIMABLE} FOR UPDATE SKIP LOCKED) l`;
 
 /**
- * The claim's end, given `ranked` (candidates in due order as row address `t`, with their rank
- * in their endpoint's due order): the first $4 in due order with rank up to $5 are the claim
- * as chosen, and are locked (SKIP LOCKED); for each of those another claimer holds, the next
- * candidates fill in, in due order, each only while its endpoint stays within $5, until $4 are
- * locked. Locking goes in due order and stops at the limit, so a claim locks no more rows than
- * it leases. The locked rows are leased to $1 until $2 + $3.
+ * How far ahead (ms) a claim hands out a rate-limited endpoint's send times. Longer than the
+ * claim loop's safety poll (1 s), so the next claim of some daemon extends the schedule before
+ * it runs out and the endpoint's rate has no gaps.
  */
-const LEASE_RANKED = /* sql */ `
+export const RATE_HORIZON_MS = 2_000;
+
+/**
+ * The claim's end, given `ranked` (candidates in due order as row address `t`, with their rank
+ * in their endpoint's due order and `cap`, the most the claim takes of their endpoint): the
+ * first $4 in due order with rank up to their cap are the claim as chosen, and are locked (SKIP
+ * LOCKED); for each of those another claimer holds, the next candidates fill in, in due order,
+ * each only while its endpoint stays within its cap, until $4 are locked. Locking goes in due
+ * order and stops at the limit, so a claim locks no more rows than it leases. The locked rows
+ * are leased to $1 until $2 + $3.
+ *
+ * With `gate` (the locked endpoint_claims rows of endpoints with a cap or rate of their own, see
+ * CLAIM_SQL): a capped endpoint's hold passes to $1 until the leases end, and a rate-limited
+ * one's leased deliveries take the next turns of its schedule, one every 1000 / rate ms from
+ * `base`; each answers its turn as `send_at` (null: no rate).
+ */
+const LEASE_RANKED = (gated: boolean) => /* sql */ `
 chosen AS MATERIALIZED (
-  SELECT r.* FROM ranked r WHERE r.rank <= $5::int ORDER BY r.next_attempt_at, r.created_at, r.id LIMIT $4::int
+  SELECT r.* FROM ranked r WHERE r.rank <= r.cap ORDER BY r.next_attempt_at, r.created_at, r.id LIMIT $4::int
 ), taken AS MATERIALIZED (
   SELECT c.* FROM chosen c ${LOCK('c')}
 ), per_endpoint AS (
-  SELECT r.endpoint_id, count(c.t) AS chosen, count(k.t) AS taken
-  FROM ranked r LEFT JOIN chosen c ON c.t = r.t LEFT JOIN taken k ON k.t = r.t
-  GROUP BY r.endpoint_id
+  -- Counted per endpoint, then joined by endpoint: the server's generic plan of a join of the
+  -- candidates on their row addresses walked them all for each one.
+  SELECT a.endpoint_id, a.cap, coalesce(c.n, 0) AS chosen, coalesce(k.n, 0) AS taken
+  FROM (SELECT endpoint_id, min(cap) AS cap FROM ranked GROUP BY endpoint_id) a
+  LEFT JOIN (SELECT endpoint_id, count(*) AS n FROM chosen GROUP BY endpoint_id) c ON c.endpoint_id = a.endpoint_id
+  LEFT JOIN (SELECT endpoint_id, count(*) AS n FROM taken GROUP BY endpoint_id) k ON k.endpoint_id = a.endpoint_id
 ), spares AS (
   SELECT r.* FROM ranked r JOIN per_endpoint e ON e.endpoint_id = r.endpoint_id
-  WHERE r.t NOT IN (SELECT t FROM chosen) AND r.rank - e.chosen <= $5::int - e.taken
+  WHERE r.t NOT IN (SELECT t FROM chosen) AND r.rank - e.chosen <= e.cap - e.taken
   ORDER BY r.next_attempt_at, r.created_at, r.id
 ), filled AS MATERIALIZED (
   SELECT s.* FROM spares s ${LOCK('s')}
   LIMIT greatest($4::int - (SELECT count(*) FROM taken), 0)
+), ${
+  gated
+    ? /* sql */ `leased AS MATERIALIZED (
+  SELECT l.t, l.id, l.endpoint_id,
+         row_number() OVER (PARTITION BY l.endpoint_id ORDER BY l.next_attempt_at, l.created_at, l.id) - 1 AS turn
+  FROM (SELECT t, id, endpoint_id, next_attempt_at, created_at FROM taken
+        UNION ALL SELECT t, id, endpoint_id, next_attempt_at, created_at FROM filled) l
+), held AS (
+  UPDATE endpoint_claims c
+  SET holder = CASE WHEN g.capped THEN $1 ELSE c.holder END,
+      holder_until = CASE WHEN g.capped THEN $2 + $3 ELSE c.holder_until END,
+      next_send_at = CASE WHEN g.rate IS NULL THEN c.next_send_at ELSE g.base + n.count * 1000.0 / g.rate END
+  FROM gate g JOIN (SELECT endpoint_id, count(*) AS count FROM leased GROUP BY endpoint_id) n ON n.endpoint_id = g.endpoint_id
+  WHERE c.endpoint_id = g.endpoint_id
+), sends AS (
+  SELECT l.id, round(g.base + l.turn * 1000.0 / g.rate)::bigint AS send_at
+  FROM leased l JOIN gate g ON g.endpoint_id = l.endpoint_id WHERE g.rate IS NOT NULL
+), `
+    : `leased AS (SELECT t FROM taken UNION ALL SELECT t FROM filled), sends AS (SELECT NULL::text AS id, NULL::bigint AS send_at WHERE false), `
+}upd AS (
+  UPDATE deliveries u SET lease_owner = $1, lease_until = $2 + $3
+  WHERE u.ctid = ANY (ARRAY(SELECT t FROM leased))
+  RETURNING u.*
 )
-UPDATE deliveries u SET lease_owner = $1, lease_until = $2 + $3
-WHERE u.ctid = ANY (ARRAY(SELECT t FROM taken UNION ALL SELECT t FROM filled))
-RETURNING u.*`;
+SELECT upd.*, s.send_at FROM upd LEFT JOIN sends s ON s.id = upd.id`;
 
 /** A paused endpoint `<id>` (a primary-key lookup per endpoint with pending work): its deliveries wait. */
 const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND w.paused`;
@@ -103,9 +140,17 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * Claims due deliveries in one statement ($6: endpoints to skip, $7: owners to skip). The
  * candidates are each endpoint's first 2 × $5 claimable deliveries, walked in due order on the
  * per-endpoint index from the endpoints that have pending work (the pending_endpoints skip
- * scan; paused endpoints left out), so a claim costs the endpoints with work, not the backlog; of those, the first
- * 3 × $4 in due order, as row addresses: enough for the claim and for what two other claimers
- * at once may hold. LEASE_RANKED then locks and leases them.
+ * scan; paused endpoints left out), so a claim costs the endpoints with work, not the backlog; of
+ * those, the first 3 × $4 in due order, as row addresses: enough for the claim and for what two
+ * other claimers at once may hold. LEASE_RANKED then locks and leases them.
+ *
+ * An endpoint's cap is $5, except for endpoints with a `max_in_flight` or a rate limit of their
+ * own, whose endpoint_claims row is locked first (SKIP LOCKED: one another claim is working on
+ * is left to it this time) and read as locked, the newest committed version: a capped endpoint
+ * another daemon holds (its hold has not ended) is left out, so only one daemon at a time makes
+ * its attempts and its cap holds over all of them; a rate-limited one takes only the turns of
+ * its schedule that fall within RATE_HORIZON_MS from now, so every daemon's claims together
+ * follow one schedule.
  *
  * Row addresses rather than ids: a lookup by address is no index descent, and the server plans
  * the queue tables from statistics that lag their churn (an id join was planned as a scan of
@@ -114,31 +159,48 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * (postgres-store.ts).
  */
 const CLAIM_SQL = /* sql */ `
-WITH candidates AS MATERIALIZED (
-  SELECT c.t, c.endpoint_id, c.next_attempt_at, c.created_at, c.id
-  FROM pending_endpoints p
+WITH eps AS MATERIALIZED (
+  SELECT p.endpoint_id, w.max_in_flight IS NOT NULL AS capped, w.rate_limit_per_second AS rate
+  FROM pending_endpoints p JOIN webhooks w ON w.id = p.endpoint_id
+  WHERE NOT w.paused AND NOT (p.endpoint_id = ANY ($6::bigint[]))
+), gate AS MATERIALIZED (
+  SELECT c.endpoint_id, e.capped, e.rate, greatest(c.next_send_at, $2::float8) AS base
+  FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
+  WHERE (e.capped OR e.rate IS NOT NULL)
+    AND (NOT e.capped OR c.holder IS NULL OR c.holder = $1 OR c.holder_until <= $2)
+  FOR UPDATE OF c SKIP LOCKED
+), allowed AS MATERIALIZED (
+  SELECT e.endpoint_id, $5::int AS cap FROM eps e WHERE NOT e.capped AND e.rate IS NULL
+  UNION ALL
+  SELECT g.endpoint_id,
+         CASE WHEN g.rate IS NULL THEN $5::int
+              ELSE least($5::int, greatest(ceil(($2 + ${RATE_HORIZON_MS} - g.base) * g.rate / 1000.0), 0))::int END
+  FROM gate g
+), candidates AS MATERIALIZED (
+  SELECT c.t, c.endpoint_id, c.next_attempt_at, c.created_at, c.id, a.cap
+  FROM allowed a
   CROSS JOIN LATERAL (
     SELECT x.ctid AS t, x.endpoint_id, x.next_attempt_at, x.created_at, x.id FROM deliveries x
-    WHERE x.endpoint_id = p.endpoint_id AND ${CLAIMABLE}
+    WHERE x.endpoint_id = a.endpoint_id AND ${CLAIMABLE}
       AND (x.owner_id IS NULL OR NOT (x.owner_id = ANY ($7::bigint[])))
     ORDER BY x.next_attempt_at, x.created_at
     LIMIT 2 * $5::int
   ) c
-  WHERE NOT (p.endpoint_id = ANY ($6::bigint[])) AND NOT EXISTS (${PAUSED('p.endpoint_id')})
+  WHERE a.cap > 0
   ORDER BY c.next_attempt_at, c.created_at, c.id
   LIMIT 3 * $4::int
 ), ranked AS MATERIALIZED (
   SELECT k.*, row_number() OVER (PARTITION BY k.endpoint_id ORDER BY k.next_attempt_at, k.created_at, k.id) AS rank FROM candidates k
-), ${LEASE_RANKED}`;
+), ${LEASE_RANKED(true)}`;
 
-/** As CLAIM_SQL, for the deliveries named in $6 only (a manual send); no skips apply. */
+/** As CLAIM_SQL, for the deliveries named in $6 only (a manual send); no skips, caps or rates apply. */
 const CLAIM_IDS_SQL = /* sql */ `
 WITH ranked AS MATERIALIZED (
-  SELECT x.ctid AS t, x.endpoint_id, x.next_attempt_at, x.created_at, x.id,
+  SELECT x.ctid AS t, x.endpoint_id, x.next_attempt_at, x.created_at, x.id, $5::int AS cap,
          row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.next_attempt_at, x.created_at, x.id) AS rank
   FROM deliveries x
   WHERE x.id = ANY ($6::text[]) AND ${CLAIMABLE}
-), ${LEASE_RANKED}`;
+), ${LEASE_RANKED(false)}`;
 
 /** Due order: due time, then creation, then id. */
 function dueOrder(a: DeliveryRecord, b: DeliveryRecord): number {
@@ -250,6 +312,10 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
          WHERE id = ANY ($2::text[]) AND lease_owner = $1 AND state = 'pending'`,
         [owner, ids],
       );
+      if (rowCount) work.announce(OUTBOX_NOTICE);
+    },
+    async leave(owner) {
+      const { rowCount } = await work.query('UPDATE endpoint_claims SET holder = NULL, holder_until = 0 WHERE holder = $1', [owner]);
       if (rowCount) work.announce(OUTBOX_NOTICE);
     },
     async nextDueAt() {
