@@ -74,13 +74,17 @@ describe('the email rule', () => {
     const good = await makeDataDir();
     const bad = await makeDataDir();
     try {
-      const ok = await runCli(['init', '--data-dir', good, '--email', 'root@panel', '--password-stdin'], { input: 'root-password-1\n' });
+      // Two data directories: the accepted init and the refused one (then inited again) side by side.
+      const [ok, [refused, again]] = await Promise.all([
+        runCli(['init', '--data-dir', good, '--email', 'root@panel', '--password-stdin'], { input: 'root-password-1\n' }),
+        runCli(['init', '--data-dir', bad, '--email', 'root', '--password-stdin'], { input: 'root-password-1\n' }).then(
+          async (first) => [first, await runCli(['init', '--data-dir', bad, '--password-stdin'], { input: 'root-password-1\n' })] as const,
+        ),
+      ]);
       expect(ok.code, ok.stderr).toBe(0);
       expect(ok.stdout).toContain('Admin user: root@panel');
-      const refused = await runCli(['init', '--data-dir', bad, '--email', 'root', '--password-stdin'], { input: 'root-password-1\n' });
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain('"root" is not an email address');
-      const again = await runCli(['init', '--data-dir', bad, '--password-stdin'], { input: 'root-password-1\n' });
       expect(again.code, 'the refused init left nothing behind').toBe(0);
     } finally {
       await rm(good, { recursive: true, force: true });

@@ -47,8 +47,11 @@ describe('paginated lists', () => {
     const subscription = await store.subscriptions.insert({
       customer_id: customer.id, main_domain: 'c.example', is_default: true, status: 'active', created_at: now, updated_at: now,
     });
-    const ids: number[] = [];
-    for (let i = 0; i < 2_500; i++) ids.push((await store.sites.insert({ subscription_id: subscription.id, domain: `s${i}.c.example`, created_at: now })).id);
+    // Inserted at once: the store commits them together, and gives ids in call order.
+    const ids = (await Promise.all(Array.from({ length: 2_500 }, (_, i) => store.sites.insert({ subscription_id: subscription.id, domain: `s${i}.c.example`, created_at: now })))).map(
+      (site) => site.id,
+    );
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
     const first = await get('/sites', customer.token);
     expect([first.body.data.length, first.link]).toEqual([1000, `</api/v1/sites?after=${ids[999]}>; rel="next"`]);
 
@@ -127,7 +130,7 @@ describe('paginated lists', () => {
   it("the CLI's client reads every page, or stops at --limit", async () => {
     const now = new Date().toISOString();
     const subscription = await store.subscriptions.insert({ customer_id: customer.id, main_domain: 'c.example', is_default: true, status: 'active', created_at: now, updated_at: now });
-    for (let i = 0; i < 2_300; i++) await store.sites.insert({ subscription_id: subscription.id, domain: `s${i}.c.example`, created_at: now });
+    await Promise.all(Array.from({ length: 2_300 }, (_, i) => store.sites.insert({ subscription_id: subscription.id, domain: `s${i}.c.example`, created_at: now })));
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const client = new ApiClient({ baseUrl: address, token: customer.token });
     try {

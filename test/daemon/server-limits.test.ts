@@ -60,6 +60,19 @@ function until<T>(what: string, probe: () => T | undefined, within = 10_000): Pr
   );
 }
 
+// The capped daemon of the last describe starts beside the first one: its start is a child's work.
+let capped: Promise<TestDaemon> | undefined;
+function startCapped(): Promise<TestDaemon> {
+  capped ??= startDaemon({ env: { PANELCTL_MAX_CONNECTIONS_PER_IP: '3' } });
+  // Awaited by its describe; a failed start is told there, not as an unhandled rejection here.
+  capped.catch(() => undefined);
+  return capped;
+}
+// Also when its describe is filtered out (its own afterAll disposes it otherwise; twice is harmless).
+afterAll(async () => {
+  await (await capped?.catch(() => undefined))?.dispose();
+});
+
 describe('server limits (small limits from the environment)', () => {
   let daemon: TestDaemon;
   let admin: string;
@@ -67,6 +80,7 @@ describe('server limits (small limits from the environment)', () => {
   const track = (w: Watched) => (sockets.push(w.socket), w);
 
   beforeAll(async () => {
+    void startCapped();
     daemon = await startDaemon({ env: SMALL, args: ['--log-level', 'info'] });
     admin = await daemon.login();
   });
@@ -143,7 +157,7 @@ describe('the per-address connection cap', () => {
   const sockets: net.Socket[] = [];
 
   beforeAll(async () => {
-    daemon = await startDaemon({ env: { PANELCTL_MAX_CONNECTIONS_PER_IP: '3' } });
+    daemon = await startCapped();
   });
   afterAll(async () => {
     for (const socket of sockets) socket.destroy();

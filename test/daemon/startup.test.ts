@@ -5,13 +5,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { generateCertificate } from '../../src/daemon/tls.js';
 import { BIN, runCli } from '../helpers/cli.js';
-import { initDataDir, makeDataDir, startDaemon, waitForExit } from '../helpers/daemon.js';
+import { initDataDir, makeDataDir, startDaemon, waitForExit, type TestDaemon } from '../helpers/daemon.js';
 
 describe('start-up with a damaged data directory', () => {
   let pristine: string;
   const dirs: string[] = [];
   const children: ChildProcess[] = [];
+  /** The daemon of the take-over test, left running for the test that starts a second one beside it. */
+  let running: TestDaemon | undefined;
 
   /** A copy of an initialised data directory, damaged by `damage`. */
   async function damaged(damage: (dir: string) => Promise<void>): Promise<string> {
@@ -30,16 +33,18 @@ describe('start-up with a damaged data directory', () => {
     for (const part of parts) expect(lines[0]).toMatch(part);
   }
 
+  // The refusals below are each one short CLI run on a copy of their own: they run side by side.
   beforeAll(async () => {
     pristine = await makeDataDir();
     await initDataDir(pristine);
   });
   afterAll(async () => {
+    await running?.kill();
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await Promise.all([pristine, ...dirs].map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
-  it('refuses an empty jwt-secret, naming it and how to make a new one', async () => {
+  it.concurrent('refuses an empty jwt-secret, naming it and how to make a new one', async () => {
     const dir = await damaged((d) => writeFile(join(d, 'jwt-secret'), ''));
     const result = await start(dir);
     expect(result.code).toBe(1);
@@ -48,28 +53,28 @@ describe('start-up with a damaged data directory', () => {
     await expect(stat(join(dir, 'daemon.pid'))).rejects.toThrow();
   });
 
-  it('refuses a short jwt-secret', async () => {
+  it.concurrent('refuses a short jwt-secret', async () => {
     const dir = await damaged((d) => writeFile(join(d, 'jwt-secret'), 'abc\n'));
     const result = await start(dir);
     expect(result.code).toBe(1);
     expectOneLine(result.stderr, join(dir, 'jwt-secret'), /is too short \(3 characters, at least 32\)/);
   });
 
-  it('refuses a truncated tls/key.pem, naming it', async () => {
+  it.concurrent('refuses a truncated tls/key.pem, naming it', async () => {
     const dir = await damaged(async (d) => truncate(join(d, 'tls', 'key.pem'), 300));
     const result = await start(dir);
     expect(result.code).toBe(1);
     expectOneLine(result.stderr, join(dir, 'tls', 'key.pem'), /is not a usable private key \(truncated, or not PEM\); restore it from a backup, or remove both/);
   });
 
-  it('refuses a truncated tls/cert.pem, naming it', async () => {
+  it.concurrent('refuses a truncated tls/cert.pem, naming it', async () => {
     const dir = await damaged(async (d) => truncate(join(d, 'tls', 'cert.pem'), 200));
     const result = await start(dir);
     expect(result.code).toBe(1);
     expectOneLine(result.stderr, join(dir, 'tls', 'cert.pem'), /is not a usable certificate/);
   });
 
-  it('refuses an unreadable tls/key.pem, naming it and the reason', async () => {
+  it.concurrent('refuses an unreadable tls/key.pem, naming it and the reason', async () => {
     // A directory in the key's place: unreadable even for root, who ignores file modes.
     const dir = await damaged(async (d) => {
       await rm(join(d, 'tls', 'key.pem'));
@@ -80,16 +85,13 @@ describe('start-up with a damaged data directory', () => {
     expectOneLine(result.stderr, `the TLS key ${join(dir, 'tls', 'key.pem')} cannot be read (EISDIR)`);
   });
 
-  it('refuses a key and certificate that do not go together', async () => {
+  it.concurrent('refuses a key and certificate that do not go together', async () => {
     const other = await damaged(async () => undefined);
     const dir = await damaged(async (d) => {
       await rm(join(d, 'tls'), { recursive: true });
-      // A different pair's key: made by a second init.
-      const fresh = await makeDataDir();
-      dirs.push(fresh);
-      await initDataDir(fresh);
+      // A different pair's key, of the kind init makes.
       await cp(join(other, 'tls'), join(d, 'tls'), { recursive: true });
-      await cp(join(fresh, 'tls', 'key.pem'), join(d, 'tls', 'key.pem'));
+      await writeFile(join(d, 'tls', 'key.pem'), generateCertificate().key, { mode: 0o600 });
     });
     const result = await start(dir);
     expect(result.code).toBe(1);
@@ -108,14 +110,11 @@ describe('start-up with a damaged data directory', () => {
     expect(stop.stderr).toMatch(/the daemon is not running/);
 
     const daemon = await startDaemon({ dataDir: dir, keep: true });
-    try {
-      expect((await daemon.request('GET', '/health')).status).toBe(200);
-      expect((await readFile(join(dir, 'daemon.pid'), 'utf8')).trim()).toBe(String(daemon.proc.pid));
-      expect(daemon.output()).toContain(`${join(dir, 'daemon.pid')} named pid ${other.pid}, which is now another program`);
-      expect(daemon.output()).toMatch(/not a panelctl daemon: the lock was left by a daemon that did not stop cleanly; taken over/);
-    } finally {
-      await daemon.stop();
-    }
+    expect((await daemon.request('GET', '/health')).status).toBe(200);
+    expect((await readFile(join(dir, 'daemon.pid'), 'utf8')).trim()).toBe(String(daemon.proc.pid));
+    expect(daemon.output()).toContain(`${join(dir, 'daemon.pid')} named pid ${other.pid}, which is now another program`);
+    expect(daemon.output()).toMatch(/not a panelctl daemon: the lock was left by a daemon that did not stop cleanly; taken over/);
+    running = daemon;
     expect(other.exitCode).toBeNull();
     expect(other.signalCode).toBeNull();
     other.kill('SIGKILL');
@@ -123,10 +122,12 @@ describe('start-up with a damaged data directory', () => {
   });
 
   it('refuses to start beside a running daemon, as before', async () => {
-    const dir = await damaged(async () => undefined);
-    const daemon = await startDaemon({ dataDir: dir, keep: true });
+    // The daemon that took over above (a daemon of its own when this test runs alone).
+    const daemon = running ?? (await startDaemon({ dataDir: await damaged(async () => undefined), keep: true }));
+    running = undefined;
     try {
-      const second = await start(dir);
+      expect(daemon.proc.exitCode).toBeNull();
+      const second = await start(daemon.dataDir);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(new RegExp(`already running \\(pid ${daemon.proc.pid}\\)`));
     } finally {

@@ -13,7 +13,7 @@ import { RotatingFile } from '../../src/daemon/log/rotating-file.js';
 import { prettyOptions } from '../../src/shared/log-format.js';
 import { layout } from '../../src/shared/paths.js';
 import { runCli } from '../helpers/cli.js';
-import { ADMIN_PASSWORD, initDataDir, startDaemon } from '../helpers/daemon.js';
+import { ADMIN_PASSWORD, initDataDir } from '../helpers/daemon.js';
 
 async function rotatedFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name.startsWith('daemon.log')).sort();
@@ -139,11 +139,11 @@ describe('the detached daemon: daemon.log rotated, daemon logs, daemon status --
 
     const login = await runCli(['login', '--url', state.url, '--data-dir', dir, '--email', 'admin@localhost', '--password-stdin'], { env, input: `${ADMIN_PASSWORD}\n` });
     expect(login.code, login.stderr).toBe(0);
-    const admin = JSON.parse((await runCli(['daemon', 'status', '--data-dir', dir, '--json'], { env })).stdout);
+    const [adminStatus, text] = await Promise.all([runCli(['daemon', 'status', '--data-dir', dir, '--json'], { env }), runCli(['daemon', 'status', '--data-dir', dir], { env })]);
+    const admin = JSON.parse(adminStatus.stdout);
     expect(admin.private_webhooks).toEqual({ allowed: false, flag: false, setting: false });
     expect(admin.pending_deliveries).toBe(0);
 
-    const text = await runCli(['daemon', 'status', '--data-dir', dir], { env });
     expect(text.stdout).toContain(`store               JSON file ${join(dir, 'store.json')}`);
     expect(text.stdout).toMatch(/pending deliveries\s+0/);
     expect(text.stdout).toMatch(/private webhooks\s+refused/);
@@ -169,16 +169,26 @@ describe('the detached daemon: daemon.log rotated, daemon logs, daemon status --
   });
 
   it('daemon logs: readable lines, filtered by level, the last N', async () => {
-    const logs = await runCli(['daemon', 'logs', '--data-dir', dir, '-n', '4'], { env });
+    // Three readers of the same files: side by side.
+    const [logs, warnings, json] = await Promise.all([
+      runCli(['daemon', 'logs', '--data-dir', dir, '-n', '4'], { env }),
+      runCli(['daemon', 'logs', '--data-dir', dir, '--level', 'warn'], { env }),
+      runCli(['daemon', 'logs', '--data-dir', dir, '-n', '2', '--json'], { env }),
+    ]);
     expect(logs.code, logs.stderr).toBe(0);
     const lines = logs.stdout.trim().split('\n');
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(line).toMatch(/^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] INFO: (incoming request GET|request completed → )/);
-    const warnings = await runCli(['daemon', 'logs', '--data-dir', dir, '--level', 'warn'], { env });
     expect(warnings.code).toBe(0);
     expect(warnings.stdout).not.toContain('INFO');
-    const json = await runCli(['daemon', 'logs', '--data-dir', dir, '-n', '2', '--json'], { env });
     expect(json.stdout.trim().split('\n').map((line) => JSON.parse(line).level)).toEqual([30, 30]);
+  });
+
+  it('a data directory in use points to daemon stop', async () => {
+    // The detached daemon above holds this data directory.
+    const result = await runCli(['daemon', 'start', '--foreground', '--data-dir', dir, '--port', '0'], { env });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('panelctl daemon stop');
   });
 });
 
@@ -226,16 +236,5 @@ describe('start-up errors say what to do', { timeout: 60_000 }, () => {
     expect(result.stderr).toMatch(new RegExp(`the TLS (certificate|key) ${jwt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a usable`));
     expect(result.stderr).toContain('--tls-cert and --tls-key');
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-  });
-
-  it('a data directory in use points to daemon stop', async () => {
-    const daemon = await startDaemon({ dataDir: dir, keep: true });
-    try {
-      const result = await runCli(['daemon', 'start', '--foreground', '--data-dir', dir, '--port', '0']);
-      expect(result.code).toBe(1);
-      expect(result.stderr).toContain('panelctl daemon stop');
-    } finally {
-      await daemon.stop();
-    }
   });
 });

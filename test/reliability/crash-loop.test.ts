@@ -2,7 +2,7 @@
 // succeeding and a first-attempt-failing receiver). After each restart every acknowledged
 // write is present and the store parses; at the end every accepted event's deliveries have
 // completed at least once, including retries that were pending at a kill.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listAll, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
@@ -87,14 +87,13 @@ describe('crash loop', () => {
     }
 
     // Every accepted event reaches the healthy receiver and, after its retry, the flaky one.
-    const deadline = Date.now() + 90_000;
-    let pending: number[] = [];
-    do {
-      pending = [...ackedEvents].filter((n) => !deliveredOk(good, n, 1) || !deliveredOk(flaky, n, 2));
-      if (pending.length === 0) break;
-      await new Promise((r) => setTimeout(r, 250));
-    } while (Date.now() < deadline);
-    expect(pending, 'accepted events whose deliveries never completed').toEqual([]);
+    await vi.waitFor(
+      () => {
+        const pending = [...ackedEvents].filter((n) => !deliveredOk(good, n, 1) || !deliveredOk(flaky, n, 2));
+        expect(pending, 'accepted events whose deliveries never completed').toEqual([]);
+      },
+      { timeout: 90_000, interval: 50 },
+    );
     expect(ackedEvents.size).toBeGreaterThan(ROUNDS);
   }, 300_000);
 });

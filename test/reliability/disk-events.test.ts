@@ -67,9 +67,11 @@ describe.skipIf(!mounted)('disk trouble with webhooks', () => {
   }
 
   beforeAll(async () => {
+    // The data directory's init is a child process: the receiver starts meanwhile.
+    const init = initDataDir(dataDir);
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls);
-    await initDataDir(dataDir);
+    await init;
     ({ daemon, admin: token } = await startLoggedIn({
       dataDir,
       keep: true,

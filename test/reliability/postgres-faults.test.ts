@@ -11,7 +11,7 @@ import { StoreUnavailableError } from '../../src/store/store.js';
 import { Agent, request } from 'undici';
 import { ADMIN_PASSWORD, initDataDir, makeDataDir, markInitialised, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createDatabase, findPgBin, startCluster, type Cluster } from '../helpers/postgres.js';
-import { makeReceiverTls, startReceiver } from '../helpers/receiver.js';
+import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const bin = findPgBin();
 if (!bin) console.warn('PostgreSQL fault tests skipped: no initdb found');
@@ -157,26 +157,65 @@ describe('PostgreSQL errors', () => {
 describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
   let cluster: Cluster;
   const daemons: TestDaemon[] = [];
+  let tls: ReceiverTls;
+  /** The webhook receiver of the daemons below (each test hooks a path of its own). */
+  let receiver: Receiver;
+  /** A daemon whose database has its connections cut and its tables locked, one test after another. */
+  let single: { url: string; writer: Writer };
+  /** A daemon with a pool of two connections, whose server is refused. */
+  let small: { url: string; writer: Writer };
+  /** Two daemons of one database; the second connects as its own role (panel_b), so it alone can be cut off. */
+  let pair: { url: string; writers: Writer[] };
 
-  async function daemonOn(databaseUrl: string, env: NodeJS.ProcessEnv = {}): Promise<TestDaemon> {
-    const daemon = await startDaemon({ databaseUrl, env });
+  async function started(promise: Promise<TestDaemon>): Promise<TestDaemon> {
+    const daemon = await promise;
     daemons.push(daemon);
     return daemon;
   }
 
+  async function startSingle(env: NodeJS.ProcessEnv, args: string[]): Promise<{ url: string; writer: Writer }> {
+    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
+    return { url, writer: await writerOf(await started(startDaemon({ databaseUrl: url, env, args }))) };
+  }
+
+  async function startPair(env: NodeJS.ProcessEnv, args: string[]): Promise<{ url: string; writers: Writer[] }> {
+    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
+    await sql(cluster.adminUrl, 'CREATE ROLE panel_b LOGIN SUPERUSER');
+    const urlB = new URL(url);
+    urlB.username = 'panel_b';
+    markInitialised(urlB.toString());
+    const dirs = [await makeDataDir(), await makeDataDir()];
+    await initDataDir(dirs[0], ADMIN_PASSWORD, url);
+    const [one, two] = await Promise.all([
+      started(startDaemon({ dataDir: dirs[0], databaseUrl: url, env, args })),
+      started(startDaemon({ dataDir: dirs[1], databaseUrl: urlB.toString(), env, args })),
+    ]);
+    const first = await writerOf(one);
+    return { url, writers: [first, await writerOf(two, first.subscription)] };
+  }
+
+  // Every daemon of the file starts at once, each on its own database but the pair: the tests
+  // that stop the whole server (refused, restarted) come last, so the daemons that idle through
+  // an outage are only those of the tests still to come, which check that they serve again.
   beforeAll(async () => {
     cluster = await startCluster(bin!);
-  });
+    tls = await makeReceiverTls();
+    receiver = await startReceiver(tls);
+    const env = { NODE_EXTRA_CA_CERTS: tls.caFile };
+    const args = ['--allow-private-webhooks'];
+    [single, small, pair] = await Promise.all([startSingle(env, args), startSingle({ ...env, PANELCTL_DATABASE_POOL_SIZE: '2' }, args), startPair(env, args)]);
+  }, 120_000);
 
   afterAll(async () => {
-    for (const daemon of daemons) await daemon.dispose();
+    await Promise.all(daemons.map((daemon) => daemon.dispose()));
+    await receiver?.close();
+    await tls?.dispose();
     await cluster?.stop();
   });
 
   it('outlives its connections being terminated under write load, losing nothing acknowledged', async () => {
-    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
-    const daemon = await daemonOn(url);
-    const writer = await writerOf(daemon);
+    const { url, writer } = single;
+    const { daemon } = writer;
     const load = writeLoad([writer], 20, 'cut');
     try {
       for (let round = 0; round < 6; round++) {
@@ -205,38 +244,10 @@ describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
     expect(daemon.output()).not.toMatch(/DeprecationWarning|Unhandled 'error' event/);
   }, 120_000);
 
-  it('serves again by itself, two daemons of it, after the server is restarted five times under write load', async () => {
-    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
-    const dirs = [await makeDataDir(), await makeDataDir()];
-    await initDataDir(dirs[0], ADMIN_PASSWORD, url);
-    const one = await startDaemon({ dataDir: dirs[0], databaseUrl: url });
-    daemons.push(one);
-    const two = await startDaemon({ dataDir: dirs[1], databaseUrl: url });
-    daemons.push(two);
-    const first = await writerOf(one);
-    const writers = [first, await writerOf(two, first.subscription)];
-    const load = writeLoad(writers, 16, 'restart');
-    try {
-      for (let round = 0; round < 5; round++) {
-        const before = load.acked.length;
-        await vi.waitFor(() => expect(load.acked.length).toBeGreaterThan(before + 20), { timeout: 30_000, interval: 50 });
-        await cluster.halt();
-        await cluster.start();
-        await writesAgain(writers, `restart-${round}`);
-      }
-    } finally {
-      await load.stop();
-    }
-    for (const daemon of [one, two]) expect(alive(daemon), daemon.output().slice(-2000)).toBe(true);
-    expect(load.wrong).toEqual([]);
-    await expectAllKept(url, load.acked);
-  }, 240_000);
-
   it('answers 503 envelopes within the bounds while a table is locked, and every other route as usual', async () => {
-    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
     // The default bounds: nothing here is set.
-    const daemon = await daemonOn(url);
-    const writer = await writerOf(daemon);
+    const { url, writer } = single;
+    const { daemon } = writer;
     const locker = new pg.Client({ connectionString: url });
     locker.on('error', () => undefined);
     await locker.connect();
@@ -292,51 +303,42 @@ describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
   }, 120_000);
 
   it('announces nothing for a site whose event could not be queued behind a lock (its transaction rolled back)', async () => {
-    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
-    const tls = await makeReceiverTls();
-    const receiver = await startReceiver(tls);
+    const { url, writer } = single;
+    const { daemon } = writer;
+    const hookUrl = `${receiver.url}/sites`;
+    const hook = await daemon.request('POST', '/webhooks', { token: writer.token, body: { url: hookUrl, secret: 'rollback-secret', events: 'site.created' } });
+    expect(hook.status, hook.text).toBe(201);
+    const locker = new pg.Client({ connectionString: url });
+    locker.on('error', () => undefined);
+    await locker.connect();
+    const refused: string[] = [];
     try {
-      const daemon = await startDaemon({ databaseUrl: url, env: { NODE_EXTRA_CA_CERTS: tls.caFile }, args: ['--allow-private-webhooks'] });
-      daemons.push(daemon);
-      const writer = await writerOf(daemon);
-      const hook = await daemon.request('POST', '/webhooks', { token: writer.token, body: { url: `${receiver.url}/sites`, secret: 'rollback-secret', events: 'site.created' } });
-      expect(hook.status, hook.text).toBe(201);
-      const locker = new pg.Client({ connectionString: url });
-      locker.on('error', () => undefined);
-      await locker.connect();
-      const refused: string[] = [];
-      try {
-        // The site's row is written; its event waits for the outbox, past the lock bound.
-        await locker.query('BEGIN');
-        await locker.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
-        const answers = await Promise.all(
-          Array.from({ length: 6 }, (_, i) => daemon.request('POST', '/sites', { token: writer.token, body: { domain: `rolled-back-${i}.example.org`, subscription_id: writer.subscription } })),
-        );
-        for (const [i, res] of answers.entries()) {
-          expect([res.status, res.body?.error], res.text).toEqual([503, 'storage unavailable']);
-          refused.push(`rolled-back-${i}.example.org`);
-        }
-      } finally {
-        await locker.query('ROLLBACK').catch(() => undefined);
-        await locker.end().catch(() => undefined);
+      // The site's row is written; its event waits for the outbox, past the lock bound.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => daemon.request('POST', '/sites', { token: writer.token, body: { domain: `rolled-back-${i}.example.org`, subscription_id: writer.subscription } })),
+      );
+      for (const [i, res] of answers.entries()) {
+        expect([res.status, res.body?.error], res.text).toEqual([503, 'storage unavailable']);
+        refused.push(`rolled-back-${i}.example.org`);
       }
-      // A site made afterwards is announced: once its event is in, the refused ones would have been too.
-      const kept = await daemon.request('POST', '/sites', { token: writer.token, body: { domain: 'kept.example.org', subscription_id: writer.subscription } });
-      expect(kept.status, kept.text).toBe(201);
-      const domains = () => receiver.requests.map((r) => (JSON.parse(r.body) as { data: { domain: string } }).data.domain);
-      await vi.waitFor(() => expect(domains()).toContain('kept.example.org'), { timeout: 20_000, interval: 100 });
-      expect(domains().filter((domain) => refused.includes(domain))).toEqual([]);
-      expect(await sql(url, 'SELECT domain FROM sites WHERE domain = ANY ($1)', [refused])).toEqual([]);
     } finally {
-      await receiver.close();
-      await tls.dispose();
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end().catch(() => undefined);
     }
+    // A site made afterwards is announced: once its event is in, the refused ones would have been too.
+    const kept = await daemon.request('POST', '/sites', { token: writer.token, body: { domain: 'kept.example.org', subscription_id: writer.subscription } });
+    expect(kept.status, kept.text).toBe(201);
+    const domains = () => receiver.requests.filter((r) => r.path === new URL(hookUrl).pathname).map((r) => (JSON.parse(r.body) as { data: { domain: string } }).data.domain);
+    await vi.waitFor(() => expect(domains()).toContain('kept.example.org'), { timeout: 20_000, interval: 100 });
+    expect(domains().filter((domain) => refused.includes(domain))).toEqual([]);
+    expect(await sql(url, 'SELECT domain FROM sites WHERE domain = ANY ($1)', [refused])).toEqual([]);
   }, 120_000);
 
   it('logs a refused database once per interval, not a stack per request', async () => {
-    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
-    const daemon = await daemonOn(url, { PANELCTL_DATABASE_POOL_SIZE: '2' });
-    const writer = await writerOf(daemon);
+    const { writer } = small;
+    const { daemon } = writer;
     const mark = daemon.output().length;
     await cluster.halt();
     try {
@@ -359,25 +361,30 @@ describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
     expect(lines.join('\n')).not.toMatch(/"stack"|\n\s+at /);
   }, 120_000);
 
+  it('serves again by itself, two daemons of it, after the server is restarted five times under write load', async () => {
+    const { url, writers } = pair;
+    const [one, two] = writers.map((writer) => writer.daemon);
+    const load = writeLoad(writers, 16, 'restart');
+    try {
+      for (let round = 0; round < 5; round++) {
+        const before = load.acked.length;
+        await vi.waitFor(() => expect(load.acked.length).toBeGreaterThan(before + 20), { timeout: 30_000, interval: 50 });
+        await cluster.halt();
+        await cluster.start();
+        await writesAgain(writers, `restart-${round}`);
+      }
+    } finally {
+      await load.stop();
+    }
+    for (const daemon of [one, two]) expect(alive(daemon), daemon.output().slice(-2000)).toBe(true);
+    expect(load.wrong).toEqual([]);
+    await expectAllKept(url, load.acked);
+  }, 240_000);
+
   it('hears the other daemon again after its change feed reconnects: settings and log entries made meanwhile', async () => {
-    const url = await createDatabase(cluster.adminUrl, 'panelctl_faults');
     // The second daemon connects as its own role, so it alone can be cut off from the server.
-    await sql(cluster.adminUrl, 'CREATE ROLE panel_b LOGIN SUPERUSER');
-    const urlB = new URL(url);
-    urlB.username = 'panel_b';
-    markInitialised(urlB.toString());
-    const tls = await makeReceiverTls();
-    const receiver = await startReceiver(tls);
-    const env = { NODE_EXTRA_CA_CERTS: tls.caFile };
-    const args = ['--allow-private-webhooks'];
-    const dirs = [await makeDataDir(), await makeDataDir()];
-    await initDataDir(dirs[0], ADMIN_PASSWORD, url);
-    const one = await startDaemon({ dataDir: dirs[0], databaseUrl: url, env, args });
-    daemons.push(one);
-    const two = await startDaemon({ dataDir: dirs[1], databaseUrl: urlB.toString(), env, args });
-    daemons.push(two);
-    const writers = [await writerOf(one)];
-    writers.push(await writerOf(two, writers[0].subscription));
+    const { writers } = pair;
+    const [one, two] = writers.map((writer) => writer.daemon);
     const hook = await one.request('POST', '/webhooks', { token: writers[0].token, body: { url: `${receiver.url}/hook`, secret: 'listen-secret', events: 'backup.completed' } });
     expect(hook.status, hook.text).toBe(201);
     const agent = new Agent({ connect: { ca: two.ca } });
@@ -419,8 +426,6 @@ describe.skipIf(!bin)('a PostgreSQL daemon and its database failing', () => {
     } finally {
       controller.abort();
       await agent.destroy();
-      await receiver.close();
-      await tls.dispose();
     }
   }, 120_000);
 });
