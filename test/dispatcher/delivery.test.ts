@@ -1,17 +1,16 @@
-// Deliveries as a receiver sees them: the app's dispatcher (in-process, with the daemon's sender)
-// posting to real HTTPS receivers on loopback (their certificate trusted as the daemon trusts
-// NODE_EXTRA_CA_CERTS), with the signature checked by an independent verifier.
+// Deliveries as a receiver sees them: a real daemon posting to real HTTPS receivers on loopback
+// (trusted through NODE_EXTRA_CA_CERTS), with the signature checked by an independent verifier.
 // Retries, caps, fairness and matching are checked in-process in scheduling.test.ts.
 import { verify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { SITE, customer, endpoint, entries, publish, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
+import { SITE, customer, endpoint, entries, publish, startWorld, waitForEntries, type World } from './fixtures.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe.concurrent('webhook delivery', () => {
   let tls: ReceiverTls;
-  let world: AppWorld;
+  let world: World;
   const receivers: Receiver[] = [];
 
   async function receiver(...args: Parameters<typeof startReceiver> extends [unknown, ...infer R] ? R : never) {
@@ -22,10 +21,10 @@ describe.concurrent('webhook delivery', () => {
 
   beforeAll(async () => {
     tls = await makeReceiverTls();
-    world = await startAppWorld(tls);
+    world = await startWorld(tls);
   });
   afterAll(async () => {
-    await world?.app.close();
+    await world?.daemon.dispose();
     await Promise.all(receivers.map((r) => r.close()));
     await tls?.dispose();
   });
