@@ -2,6 +2,9 @@
 // the same app in-process (buildTestApp: its dispatcher posts to the same receivers with the
 // same sender) where the process is not the point; customers, endpoints, published events, and
 // waiting for delivery logs.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, vi } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startLoggedIn, type LoggedIn, type TestDaemon } from '../helpers/daemon.js';
@@ -45,6 +48,19 @@ export async function startAppWorld(tls: ReceiverTls | null, options: { allowPri
     settings: { rate_limit_mode: 'lockout' },
   });
   return { daemon: app, app, admin: await app.login() };
+}
+
+/**
+ * A second app on the world's PostgreSQL database, as a second daemon of it would be: its own
+ * store handle and change feed, the same signing secret, its own directory.
+ */
+export async function secondApp(world: AppWorld, tls: ReceiverTls | null): Promise<TestApp> {
+  if (!world.app.databaseUrl) throw new Error('a second app needs a PostgreSQL database');
+  return buildTestApp({
+    allowPrivateWebhooks: true,
+    webhookCa: tls ? [tls.cert] : undefined,
+    reopen: { dir: await mkdtemp(join(tmpdir(), 'panelctl-app-')), databaseUrl: world.app.databaseUrl, jwtSecret: world.app.jwtSecret },
+  });
 }
 
 let customers = 0;
