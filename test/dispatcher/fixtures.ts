@@ -41,11 +41,12 @@ export async function startWorld(tls: ReceiverTls, options: { allowPrivate?: boo
  * The app in-process with what startWorld gives a daemon: the receivers' certificate trusted (if any),
  * private targets allowed unless `allowPrivate` is false, request-rate limits off.
  */
-export async function startAppWorld(tls: ReceiverTls | null, options: { allowPrivate?: boolean } = {}): Promise<AppWorld> {
+export async function startAppWorld(tls: ReceiverTls | null, options: { allowPrivate?: boolean; log?: boolean } = {}): Promise<AppWorld> {
   const app = await buildTestApp({
     allowPrivateWebhooks: options.allowPrivate !== false,
     webhookCa: tls ? [tls.cert] : undefined,
     settings: { rate_limit_mode: 'lockout' },
+    log: options.log,
   });
   return { daemon: app, app, admin: await app.login() };
 }
