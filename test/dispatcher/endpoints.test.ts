@@ -1,26 +1,23 @@
 // The webhook endpoint API as a client sees it: create, list, read, partial update with secret
 // rotation, delete; validation (400 malformed, 422 invalid), ownership (403), and the secret
-// never in an answer. Targets use the .invalid TLD, so nothing can ever be delivered.
+// never in an answer. Targets use the .invalid TLD, so nothing can ever be delivered. The app
+// in-process: what a client sees of these routes is not the process's.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEST_STORE } from '../helpers/daemon.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeReceiverTls, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
 const URL_A = 'https://hooks.example.invalid/a';
 
 describe.concurrent('webhook endpoints API', () => {
-  let tls: ReceiverTls;
-  let world: World;
+  let world: AppWorld;
 
   beforeAll(async () => {
-    tls = await makeReceiverTls();
-    world = await startWorld(tls, { allowPrivate: false });
+    world = await startAppWorld(null, { allowPrivate: false });
   });
   afterAll(async () => {
-    await world?.daemon.dispose();
-    await tls?.dispose();
+    await world?.app.close();
   });
 
   it('creates, reads, lists, updates and deletes an endpoint without ever returning the secret', async () => {

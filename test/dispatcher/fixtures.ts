@@ -1,10 +1,30 @@
-// Shared set-up of the dispatcher tests: a real daemon trusting the receivers' certificate,
-// customers, endpoints, published events, and waiting for delivery logs.
+// Shared set-up of the dispatcher tests: a real daemon trusting the receivers' certificate, or
+// the same app in-process (buildTestApp: its dispatcher posts to the same receivers with the
+// same sender) where the process is not the point; customers, endpoints, published events, and
+// waiting for delivery logs.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, vi } from 'vitest';
-import { startLoggedIn, type LoggedIn } from '../helpers/daemon.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { startLoggedIn, type LoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import type { ReceiverTls } from '../helpers/receiver.js';
 
 export type World = LoggedIn;
+
+/** The in-process app as a world: `daemon` answers requests as a daemon's does. */
+export interface AppWorld {
+  daemon: TestApp;
+  admin: string;
+  app: TestApp;
+}
+
+/** What the helpers below use of a world, a daemon's or the app's. */
+export interface AnyWorld {
+  daemon: Pick<TestDaemon, 'request' | 'login' | 'dataDir'>;
+  admin: string;
+  app?: TestApp;
+}
 
 export async function startWorld(tls: ReceiverTls, options: { allowPrivate?: boolean; dataDir?: string } = {}): Promise<World> {
   // These tests make many requests and sign in many customers: request-rate limits (variant A)
@@ -17,11 +37,42 @@ export async function startWorld(tls: ReceiverTls, options: { allowPrivate?: boo
   });
 }
 
+/**
+ * The app in-process with what startWorld gives a daemon: the receivers' certificate trusted (if any),
+ * private targets allowed unless `allowPrivate` is false, request-rate limits off.
+ */
+export async function startAppWorld(tls: ReceiverTls | null, options: { allowPrivate?: boolean; log?: boolean } = {}): Promise<AppWorld> {
+  const app = await buildTestApp({
+    allowPrivateWebhooks: options.allowPrivate !== false,
+    webhookCa: tls ? [tls.cert] : undefined,
+    settings: { rate_limit_mode: 'lockout' },
+    log: options.log,
+  });
+  return { daemon: app, app, admin: await app.login() };
+}
+
+/**
+ * A second app on the world's PostgreSQL database, as a second daemon of it would be: its own
+ * store handle and change feed, the same signing secret, its own directory.
+ */
+export async function secondApp(world: AppWorld, tls: ReceiverTls | null): Promise<TestApp> {
+  if (!world.app.databaseUrl) throw new Error('a second app needs a PostgreSQL database');
+  return buildTestApp({
+    allowPrivateWebhooks: true,
+    webhookCa: tls ? [tls.cert] : undefined,
+    reopen: { dir: await mkdtemp(join(tmpdir(), 'panelctl-app-')), databaseUrl: world.app.databaseUrl, jwtSecret: world.app.jwtSecret },
+  });
+}
+
 let customers = 0;
 
-/** Creates a customer and signs in as them. */
-export async function customer(world: World): Promise<{ id: number; token: string }> {
+/** Creates a customer and signs in as them (in the app: made in the store, with a JWT issued). */
+export async function customer(world: AnyWorld): Promise<{ id: number; token: string }> {
   const email = `customer${++customers}-${process.pid}@example.test`;
+  if (world.app) {
+    const user = await world.app.addUser(email, 'customer');
+    return { id: user.id, token: user.token };
+  }
   const password = 'customer-password-1';
   const created = await world.daemon.request('POST', '/admin/users', {
     token: world.admin,
@@ -39,7 +90,7 @@ export interface EndpointInput {
   max_in_flight?: number;
 }
 
-export async function endpoint(world: World, token: string, input: EndpointInput): Promise<number> {
+export async function endpoint(world: AnyWorld, token: string, input: EndpointInput): Promise<number> {
   const created = await world.daemon.request('POST', '/webhooks', {
     token,
     body: { secret: 'test-secret', events: '*', ...input },
@@ -48,20 +99,20 @@ export async function endpoint(world: World, token: string, input: EndpointInput
   return created.body.data.id;
 }
 
-export async function publish(world: World, event: string, data: Record<string, unknown>, ownerId: number | null): Promise<number> {
+export async function publish(world: AnyWorld, event: string, data: Record<string, unknown>, ownerId: number | null): Promise<number> {
   const result = await world.daemon.request('POST', '/admin/events', { token: world.admin, body: { event, data, owner_id: ownerId } });
   expect(result.status, result.text).toBe(200);
   return result.body.data.deliveries;
 }
 
-export async function entries(world: World, token: string, endpointId: number): Promise<any[]> {
+export async function entries(world: AnyWorld, token: string, endpointId: number): Promise<any[]> {
   const result = await world.daemon.request('GET', `/webhooks/${endpointId}/deliveries`, { token });
   expect(result.status, result.text).toBe(200);
   return result.body.data;
 }
 
 /** Waits until an endpoint's log holds at least `count` entries; answers the log. */
-export async function waitForEntries(world: World, token: string, endpointId: number, count: number, timeoutMs = 30_000): Promise<any[]> {
+export async function waitForEntries(world: AnyWorld, token: string, endpointId: number, count: number, timeoutMs = 30_000): Promise<any[]> {
   return vi.waitFor(
     async () => {
       const list = await entries(world, token, endpointId);

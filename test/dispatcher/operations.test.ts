@@ -1,24 +1,23 @@
-// Webhook operations against a real daemon and real HTTPS receivers on loopback: Standard
-// Webhooks signatures (verified with the `standardwebhooks` package), endpoint health and the
-// opt-in auto-disable (GET /webhooks/:id and the stream's `endpoint` event), recovery of failed
-// deliveries in a window, and the deliveries filters.
+// Webhook operations through the app in-process (its dispatcher posting with the daemon's sender)
+// and real HTTPS receivers on loopback: Standard Webhooks signatures (verified with the
+// `standardwebhooks` package), endpoint health and the opt-in auto-disable (GET /webhooks/:id,
+// the stream's `endpoint` event read over loopback HTTP, and the app's log line), recovery of
+// failed deliveries in a window, and the deliveries filters.
 import { Webhook } from 'standardwebhooks';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SseParser, type SseEvent } from '../../src/cli/stream/sse.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, publish, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, publish, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
 const WHSEC = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
 
 /** Opens the delivery stream and collects its events until closed. */
-async function openStream(world: World, token: string) {
-  const agent = new Agent({ connect: { ca: world.daemon.ca } });
+async function openStream(baseUrl: string, token: string) {
   const controller = new AbortController();
-  const response = await request(`${world.daemon.url}/api/v1/webhooks/deliveries/stream`, {
+  const response = await request(`${baseUrl}/api/v1/webhooks/deliveries/stream`, {
     headers: { authorization: `Bearer ${token}` },
     signal: controller.signal,
-    dispatcher: agent,
   });
   expect(response.statusCode).toBe(200);
   const events: SseEvent[] = [];
@@ -36,7 +35,6 @@ async function openStream(world: World, token: string) {
     async close() {
       controller.abort();
       await reading;
-      await agent.close();
     },
   };
 }
@@ -55,17 +53,20 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
 describe('webhook operations', () => {
   let tls: ReceiverTls;
   let receiver: Receiver;
-  let world: World;
+  let world: AppWorld;
+  /** Where the app listens (plain HTTP on loopback), for the stream. */
+  let baseUrl: string;
   /** How each receiver path answers: `/hook/<name>` → status. */
   const status = new Map<string, number>();
 
   beforeAll(async () => {
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls, (req) => ({ status: status.get(req.path) ?? 200 }));
-    world = await startWorld(tls);
+    world = await startAppWorld(tls, { log: true });
+    baseUrl = await world.app.listen();
   });
   afterAll(async () => {
-    await world?.daemon.dispose();
+    await world?.app.close();
     await receiver?.close();
     await tls?.dispose();
   });
@@ -111,7 +112,7 @@ describe('webhook operations', () => {
     const bob = await customer(world);
     status.set('/hook/flaky', 500);
     const id = await endpoint(world, bob.token, { url: urlOf('flaky'), events: 'domain.created' });
-    const stream = await openStream(world, bob.token);
+    const stream = await openStream(baseUrl, bob.token);
     try {
       for (let i = 1; i <= 3; i++) await publish(world, 'domain.created', { domain_id: i, name: `d${i}.example` }, bob.id);
       await waitForEntries(world, bob.token, id, 6);

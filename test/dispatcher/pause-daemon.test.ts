@@ -1,10 +1,10 @@
-// Pause and resume and the operational events through a real daemon: five events kept while
-// paused survive a kill -9 and a restart and arrive in publish order after resume; the endpoint
+// Pause and resume and the operational events end to end: five events kept while paused survive
+// a kill -9 and a restart of a real daemon and arrive in publish order after resume; the endpoint
 // answer counts what is kept; an auto-disabled endpoint is told to the owner's endpoints naming
-// endpoint.disabled.
+// endpoint.disabled (the app in-process: no process is involved in that).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, publish, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, publish, startAppWorld, startWorld, waitForEntries, type World } from './fixtures.js';
 
 describe.concurrent('pause and operational events through the daemon', () => {
   let tls: ReceiverTls;
@@ -67,7 +67,8 @@ describe.concurrent('pause and operational events through the daemon', () => {
   });
 
   it('tells the owner\'s endpoint naming endpoint.disabled when the daemon disables one, and not a `*` one', { timeout: 60_000 }, async () => {
-    const [world, failing, watcher, everything] = await Promise.all([setUp(), receiver(), receiver(), receiver()]);
+    const [world, failing, watcher, everything] = await Promise.all([startAppWorld(tls), receiver(), receiver(), receiver()]);
+    cleanup.push(() => world.app.close());
     failing.respondWith(500);
     const { id: ownerId, token } = await customer(world);
     const failingId = await endpoint(world, token, { url: failing.url, events: 'domain.created' });

@@ -1,12 +1,12 @@
 // Readable failures: every reason the sender gives, each produced by a real receiver (or a real
-// refusal) on loopback, and in a real daemon the reason in the log entry, the deliveries API
-// and one warn line per failed attempt in the daemon's log.
+// refusal) on loopback, and through the app in-process (its dispatcher and log as a daemon's) the
+// reason in the log entry, the deliveries API and one warn line per failed attempt in the log.
 import { createServer as createPlainServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebhookSender } from '../../src/daemon/dispatcher/sender.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, publish, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, publish, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
 const HEADERS = { 'content-type': 'application/json' };
 const BODY = '{"event":"webhook.test"}';
@@ -118,18 +118,18 @@ describe('failure reasons from the sender', () => {
   });
 });
 
-describe('failure reasons in a real daemon', () => {
+describe('failure reasons in the log and the API', () => {
   let tls: ReceiverTls;
   let receiver: Receiver;
-  let world: World;
+  let world: AppWorld;
 
   beforeAll(async () => {
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls, () => ({ status: 500, body: 'receiver exploded' }));
-    world = await startWorld(tls);
+    world = await startAppWorld(tls, { log: true });
   });
   afterAll(async () => {
-    await world?.daemon.dispose();
+    await world?.app.close();
     await receiver?.close();
     await tls?.dispose();
   });

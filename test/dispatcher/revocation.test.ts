@@ -1,14 +1,16 @@
 // Revocation reaches open streams: a delivery stream or a `listen` session whose credential is
 // revoked (key deleted, JWT logged out, user deleted, password reset, role changed) ends within
-// a second and gets nothing more. On PostgreSQL the stream is held by a second daemon of the
-// database and the revocation is made through the first (or by another process, for the role),
-// so it has to travel through the change feed.
-import { Agent, request } from 'undici';
+// a second and gets nothing more. The app in-process, its streams read over loopback HTTP. On
+// PostgreSQL the stream is held by a second app on the database (its own store handle and change
+// feed, as a second daemon's) and the revocation is made through the first (or by another store
+// handle, for the role), so it has to travel through the change feed.
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/factory.js';
-import { startDaemon, TEST_STORE, type TestDaemon } from '../helpers/daemon.js';
+import type { TestApp } from '../helpers/app.js';
+import { TEST_STORE } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { endpoint, publish, startWorld, waitForEntries, type World } from './fixtures.js';
+import { endpoint, publish, secondApp, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
 /** The most a stream may take to end after its revocation was answered (the promise is one second). */
 const ENDS_WITHIN_MS = 2_000;
@@ -21,11 +23,16 @@ interface OpenStream {
   close(): Promise<void>;
 }
 
-/** Opens an SSE stream and records its frames until the daemon ends it. */
-async function openStream(daemon: TestDaemon, token: string, path: string): Promise<OpenStream> {
-  const agent = new Agent({ connect: { ca: daemon.ca } });
+/** An app holding streams, and the loopback URL it listens on. */
+interface Holder {
+  app: TestApp;
+  url: string;
+}
+
+/** Opens an SSE stream and records its frames until the app ends it. */
+async function openStream(holder: Holder, token: string, path: string): Promise<OpenStream> {
   const controller = new AbortController();
-  const response = await request(`${daemon.url}/api/v1${path}`, { headers: { authorization: `Bearer ${token}` }, dispatcher: agent, signal: controller.signal });
+  const response = await request(`${holder.url}/api/v1${path}`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
   expect(response.statusCode).toBe(200);
   response.body.setEncoding('utf8');
   let text = '';
@@ -35,7 +42,6 @@ async function openStream(daemon: TestDaemon, token: string, path: string): Prom
     ended: false,
     async close() {
       controller.abort();
-      await agent.destroy().catch(() => undefined);
     },
   };
   let parsed = 0;
@@ -70,21 +76,20 @@ const deliveries = (stream: OpenStream) => stream.frames.filter((f) => f.event =
 describe('revocation reaches open streams', () => {
   let tls: ReceiverTls;
   let hook: Receiver;
-  let world: World;
-  /** Where streams are held: a second daemon of the database on PostgreSQL, else the same daemon. */
-  let holder: TestDaemon;
+  let world: AppWorld;
+  /** Where streams are held: a second app on the database on PostgreSQL, else the same app. */
+  let holder: Holder;
   let users = 0;
 
   beforeAll(async () => {
     tls = await makeReceiverTls();
-    [world, hook] = await Promise.all([startWorld(tls), startReceiver(tls)]);
-    holder = world.daemon.databaseUrl
-      ? await startDaemon({ databaseUrl: world.daemon.databaseUrl, env: { NODE_EXTRA_CA_CERTS: tls.caFile }, args: ['--allow-private-webhooks'] })
-      : world.daemon;
+    [world, hook] = await Promise.all([startAppWorld(tls), startReceiver(tls)]);
+    const app = world.app.databaseUrl ? await secondApp(world, tls) : world.app;
+    holder = { app, url: await app.listen() };
   });
   afterAll(async () => {
-    if (holder && holder !== world?.daemon) await holder.dispose();
-    await world?.daemon.dispose();
+    if (holder && holder.app !== world?.app) await holder.app.close();
+    await world?.app.close();
     await hook?.close();
     await tls?.dispose();
   });
@@ -96,7 +101,7 @@ describe('revocation reaches open streams', () => {
       body: { email, name: 'Revocation', password: 'revoke-password-1', role },
     });
     expect(created.status, created.text).toBe(201);
-    return { id: created.body.data.id, email, jwt: await holder.login(email, 'revoke-password-1') };
+    return { id: created.body.data.id, email, jwt: await holder.app.login(email, 'revoke-password-1') };
   }
 
   async function apiKey(jwt: string): Promise<{ id: number; key: string }> {
@@ -160,7 +165,7 @@ describe('revocation reaches open streams', () => {
   it('ends a logged-out JWT\'s stream, and a password reset ends the others', async () => {
     const { customer, deliver } = await customerWithEndpoint();
     const loggedOut = await openStream(holder, customer.jwt, '/webhooks/deliveries/stream');
-    const second = await holder.login(customer.email, 'revoke-password-1');
+    const second = await holder.app.login(customer.email, 'revoke-password-1');
     const reset = await openStream(holder, second, '/webhooks/deliveries/stream');
     await deliver();
     await vi.waitFor(() => expect(deliveries(reset)).toHaveLength(1), { timeout: 30_000, interval: 20 });
@@ -199,8 +204,8 @@ describe('revocation reaches open streams', () => {
     await session.close();
   });
 
-  // Roles change only in the store (no route changes one): another process changes it there, as
-  // an operator's tool would. The JSON store belongs to its daemon; the in-process test covers it.
+  // Roles change only in the store (no route changes one): another store handle changes it there,
+  // as an operator's tool would. The JSON store belongs to its daemon; the in-process test covers it.
   it.skipIf(TEST_STORE !== 'postgres')('ends a demoted admin\'s stream when another process changes the role in the database', async () => {
     const { deliver } = await customerWithEndpoint();
     const admin = await user('admin');

@@ -1,11 +1,12 @@
 // The SSRF guard: address classification, the checking DNS lookup (rebinding-safe: the
-// resolved address is what is checked), and a real daemon refusing a name that resolves to
-// 127.0.0.1 unless private targets are allowed by setting.
+// resolved address is what is checked), and the app's dispatcher (in-process, posting with the
+// daemon's sender to a real receiver) refusing a name that resolves to 127.0.0.1 unless private
+// targets are allowed by setting.
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlockedTargetError, blockedReason, checkLiteralHost, guardedLookup } from '../../src/daemon/dispatcher/ssrf.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, publish, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, publish, SITE, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
 describe('blocked address ranges', () => {
   it.each([
@@ -107,17 +108,17 @@ describe('the checking lookup', () => {
   });
 });
 
-describe('a daemon without private targets allowed', () => {
+describe('the dispatcher without private targets allowed', () => {
   let tls: ReceiverTls;
-  let world: World;
+  let world: AppWorld;
   let hook: Receiver;
 
   beforeAll(async () => {
     tls = await makeReceiverTls();
-    [world, hook] = await Promise.all([startWorld(tls, { allowPrivate: false }), startReceiver(tls)]);
+    [world, hook] = await Promise.all([startAppWorld(tls, { allowPrivate: false }), startReceiver(tls)]);
   });
   afterAll(async () => {
-    await world?.daemon.dispose();
+    await world?.app.close();
     await hook?.close();
     await tls?.dispose();
   });

@@ -1,17 +1,17 @@
 // The live delivery stream (Server-Sent Events) on the wire and through the CLI's own stream
-// engine: new entries arrive, scoped to the caller (admins: all), narrowed by endpoint_id.
-import { join } from 'node:path';
-import { Agent, request } from 'undici';
+// engine: new entries arrive, scoped to the caller (admins: all), narrowed by endpoint_id. The
+// app in-process, listening on loopback (plain HTTP) so the stream is read as it arrives.
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { followDeliveries } from '../../src/cli/stream/deliveries.js';
 import type { DeliveryLogEntry } from '../../src/store/types.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, publish, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, publish, SITE, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
 /** Follows the stream with the CLI engine, collecting entries until stopped. */
-function follow(world: World, token: string, endpointId?: number) {
-  const client = new ApiClient({ baseUrl: world.daemon.url, token, caFile: join(world.daemon.dataDir, 'tls', 'cert.pem') });
+function follow(token: string, endpointId?: number) {
+  const client = new ApiClient({ baseUrl, token });
   const controller = new AbortController();
   const received: DeliveryLogEntry[] = [];
   const states: string[] = [];
@@ -45,17 +45,21 @@ function follow(world: World, token: string, endpointId?: number) {
   };
 }
 
+/** The URL the app listens on. */
+let baseUrl: string;
+
 describe('the delivery stream', () => {
   let tls: ReceiverTls;
-  let world: World;
+  let world: AppWorld;
   let hook: Receiver;
 
   beforeAll(async () => {
     tls = await makeReceiverTls();
-    [world, hook] = await Promise.all([startWorld(tls), startReceiver(tls)]);
+    [world, hook] = await Promise.all([startAppWorld(tls), startReceiver(tls)]);
+    baseUrl = await world.app.listen();
   });
   afterAll(async () => {
-    await world?.daemon.dispose();
+    await world?.app.close();
     await hook?.close();
     await tls?.dispose();
   });
@@ -63,11 +67,9 @@ describe('the delivery stream', () => {
   it('speaks the SSE wire format: event delivery, the entry id, the entry JSON', async () => {
     const { id: ownerId, token } = await customer(world);
     const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
-    const agent = new Agent({ connect: { ca: world.daemon.ca } });
     const controller = new AbortController();
-    const response = await request(`${world.daemon.url}/api/v1/webhooks/deliveries/stream`, {
+    const response = await request(`${baseUrl}/api/v1/webhooks/deliveries/stream`, {
       headers: { authorization: `Bearer ${token}` },
-      dispatcher: agent,
       signal: controller.signal,
     });
     expect(response.statusCode).toBe(200);
@@ -91,7 +93,6 @@ describe('the delivery stream', () => {
     expect(entry.request_headers['X-Webhook-Event']).toBe('site.created');
     expect(text.startsWith(': connected\n\n')).toBe(true);
     controller.abort();
-    await agent.destroy();
   });
 
   it("gives each customer their own entries, an admin everyone's, and narrows by endpoint_id", async () => {
@@ -100,10 +101,10 @@ describe('the delivery stream', () => {
     const a1 = await endpoint(world, a.token, { url: hook.url, events: 'domain.created' });
     const a2 = await endpoint(world, a.token, { url: hook.url, events: 'domain.created' });
     const b1 = await endpoint(world, b.token, { url: hook.url, events: 'domain.created' });
-    const streamA = follow(world, a.token);
-    const streamA2 = follow(world, a.token, a2);
-    const streamB = follow(world, b.token);
-    const streamAdmin = follow(world, world.admin);
+    const streamA = follow(a.token);
+    const streamA2 = follow(a.token, a2);
+    const streamB = follow(b.token);
+    const streamAdmin = follow(world.admin);
     await Promise.all([streamA.ready, streamA2.ready, streamB.ready, streamAdmin.ready]);
 
     await publish(world, 'domain.created', { domain_id: 1, name: 'a.test' }, a.id);
@@ -137,11 +138,9 @@ describe('the delivery stream', () => {
     await publish(world, 'ftp.created', { ftp_account_id: 1, username: 'one' }, ownerId);
     await publish(world, 'ftp.created', { ftp_account_id: 2, username: 'two' }, ownerId);
     const [newest, oldest] = await waitForEntries(world, token, id, 2);
-    const agent = new Agent({ connect: { ca: world.daemon.ca } });
     const controller = new AbortController();
-    const response = await request(`${world.daemon.url}/api/v1/webhooks/deliveries/stream?endpoint_id=${id}`, {
+    const response = await request(`${baseUrl}/api/v1/webhooks/deliveries/stream?endpoint_id=${id}`, {
       headers: { authorization: `Bearer ${token}`, 'last-event-id': String(oldest.id) },
-      dispatcher: agent,
       signal: controller.signal,
     });
     response.body.setEncoding('utf8');
@@ -153,7 +152,6 @@ describe('the delivery stream', () => {
     expect(text).not.toContain(`id: ${oldest.id}\n`);
     expect(text).toContain(`id: ${newest.id}\n`);
     controller.abort();
-    await agent.destroy();
   });
 
   it('answers errors with the envelope before streaming: 401, 404, 400', async () => {

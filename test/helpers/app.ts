@@ -62,6 +62,8 @@ export interface TestAppOptions {
   databaseUrl?: string;
   /** Reopen this data directory (and database) instead of making new ones: see restart(). */
   reopen?: { dir: string; databaseUrl?: string; jwtSecret: Uint8Array };
+  /** Keep the app's log lines at warn level and above (JSON, as a daemon writes them): see output(). */
+  log?: boolean;
 }
 
 export interface TestUser {
@@ -103,6 +105,8 @@ export interface TestApp {
   restart(whileStopped?: () => Promise<void>): Promise<TestApp>;
   /** Closes the app and the store and removes the directory. */
   close(): Promise<void>;
+  /** The log lines written so far (with the `log` option; otherwise nothing). */
+  output(): string;
 }
 
 /**
@@ -128,14 +132,18 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     // A daemon started on this database later (restart tests) must not initialise it again.
     if (databaseUrl) markInitialised(databaseUrl);
   }
-  const app = await buildApp({
-    store,
-    paths: layout(dir),
-    jwtSecret,
-    clock: clock.now,
-    allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
-    webhookCa: options.webhookCa,
-  });
+  let logged = '';
+  const app = await buildApp(
+    {
+      store,
+      paths: layout(dir),
+      jwtSecret,
+      clock: clock.now,
+      allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
+      webhookCa: options.webhookCa,
+    },
+    options.log ? ({ logger: { level: 'warn', stream: { write: (line: string) => void (logged += line) } } } as object) : {},
+  );
   await app.ready();
 
   const fixture: TestApp = {
@@ -198,6 +206,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       await store.close();
       await rm(dir, { recursive: true, force: true });
     },
+    output: () => logged,
   };
   if (options.settings && adminId) {
     const result = await fixture.request('PUT', '/admin/settings', { token: await app.tokens.issue(adminId, 'admin', 3600), body: options.settings });

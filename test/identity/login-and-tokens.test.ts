@@ -78,6 +78,15 @@ describe('login, JWTs and users', () => {
     expect(ratio).toBeLessThan(3);
   });
 
+  it('stores a new password as scrypt with N 16384, r 8, p 1 and a salt of its own', async () => {
+    // Tests that sign one account in many times store a cheaper hash themselves (quickPasswordHash);
+    // what the daemon makes is this.
+    const [a, b] = [await createUser(api, admin, 'hash-a@example.com'), await createUser(api, admin, 'hash-b@example.com')];
+    const stored = await Promise.all([a, b].map(async (user) => (await api.store.users.get(user.id))!.password_hash));
+    for (const hash of stored) expect(hash).toMatch(/^scrypt\$16384\$8\$1\$[A-Za-z0-9+/]{22}==\$[A-Za-z0-9+/]{43}=$/);
+    expect(stored[0].split('$')[4]).not.toBe(stored[1].split('$')[4]);
+  });
+
   it('matches the email case-insensitively', async () => {
     const result = await api.request('POST', '/auth/login', { body: { email: ' Admin@LOCALHOST ', password: ADMIN_PASSWORD } });
     expect(result.status).toBe(200);

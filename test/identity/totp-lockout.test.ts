@@ -3,10 +3,12 @@
 // in the postgres project) and a clock that stands still until the test moves it: 100 wrong codes
 // from 25 addresses evaluate at most `totp_max_failures`, the right code is refused while locked,
 // and the lock ends after `totp_lockout_minutes`, by an unlock, or survives a restart. Codes come
-// from otplib at the daemon's time.
+// from otplib at the daemon's time. Each of the ~150 logins verifies the (right) password first:
+// the accounts store a cheaper scrypt hash (quickPasswordHash), as the lock is the subject here.
 import { authenticator } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, fixedClock, type TestApp } from '../helpers/app.js';
+import { quickPasswordHash } from './helpers.js';
 
 const START = Date.parse('2030-04-01T10:00:00Z');
 const PASSWORD = 'totp-lock-password-1';
@@ -40,10 +42,11 @@ describe('second-factor guesses limited per account', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ clock });
-    await t.addUser('admin@totp.test', 'admin', PASSWORD);
+    const admin = await t.addUser('admin@totp.test', 'admin', PASSWORD);
+    await t.store.users.update(admin.id, { password_hash: quickPasswordHash(PASSWORD) });
     for (const email of ['victim@totp.test', 'other@totp.test']) {
       const user = await t.addUser(email, 'customer', PASSWORD);
-      await t.store.users.update(user.id, { totp_secret: SECRET, two_factor_enabled: true });
+      await t.store.users.update(user.id, { password_hash: quickPasswordHash(PASSWORD), totp_secret: SECRET, two_factor_enabled: true });
     }
     adminJwt = (await login('admin@totp.test', undefined, '127.0.0.1')).body.data.token;
   });
