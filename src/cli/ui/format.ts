@@ -1,6 +1,6 @@
 // Text of the watch view: table columns, cells and the detail pane's lines, as plain strings
 // so they can be measured, truncated and tested without a terminal.
-import type { WatchEndpoint, WatchEntry } from './state.js';
+import type { EndpointPolicyView, WatchEndpoint, WatchEntry } from './state.js';
 
 /**
  * Removes terminal control sequences and control characters (a receiver's response body is
@@ -169,6 +169,13 @@ function prettyJson(value: unknown): string {
 }
 
 /** Everything the detail pane shows for one attempt, wrapped to `width`. */
+/** An endpoint's delivery policy in one line: its retry schedule, caps and pause. */
+export function policyText(policy: EndpointPolicyView, paused?: number): string {
+  const retries = policy.retrySchedule.length ? `retries after ${policy.retrySchedule.join(', ')} s` : 'no retries';
+  const rate = policy.rateLimit === null ? 'no rate limit' : `at most ${policy.rateLimit} a second`;
+  return [retries, `at most ${policy.maxInFlight} at once`, rate, ...(paused !== undefined ? [`paused, ${paused} kept`] : [])].join('  ·  ');
+}
+
 export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefined, width: number, retryPending: boolean): DetailLine[] {
   const lines: DetailLine[] = [];
   const push = (text: string, kind: DetailLine['kind']) => {
@@ -190,6 +197,7 @@ export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefin
     const failing = health.consecutive_failures ? `${health.consecutive_failures} failed deliveries in a row  ·  ` : '';
     push(`Endpoint health ${endpoint?.active === false ? 'disabled  ·  ' : ''}${failing}${Math.round(health.success_rate * 100)}% of the last attempts ok`, health.consecutive_failures ? 'error' : 'dim');
   }
+  if (endpoint?.policy) push(`Endpoint policy ${policyText(endpoint.policy, endpoint.paused)}`, 'dim');
   lines.push({ text: '', kind: 'body' });
   push('Headers sent', 'heading');
   const headers = Object.entries(entry.request_headers ?? {});

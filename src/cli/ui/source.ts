@@ -54,6 +54,11 @@ export function parseEndpoint(raw: unknown): WatchEndpoint | null {
   if (typeof raw.active === 'boolean') endpoint.active = raw.active;
   if (isObject(raw.health) && Number.isInteger(raw.health.consecutive_failures)) endpoint.health = raw.health as unknown as WatchEndpoint['health'];
   if (raw.paused === true) endpoint.paused = Number.isInteger(raw.paused_deliveries) ? (raw.paused_deliveries as number) : 0;
+  const schedule = raw.retry_schedule;
+  if (Array.isArray(schedule) && schedule.every((s) => Number.isInteger(s)) && Number.isInteger(raw.max_in_flight)) {
+    const rate = raw.rate_limit_per_second;
+    endpoint.policy = { retrySchedule: schedule as number[], maxInFlight: raw.max_in_flight as number, rateLimit: Number.isInteger(rate) ? (rate as number) : null };
+  }
   return endpoint;
 }
 

@@ -17,6 +17,16 @@ export interface WatchEndpoint {
   health?: EndpointHealth;
   /** Deliveries kept while paused; absent when not paused (or the daemon does not report it). */
   paused?: number;
+  /** The endpoint's delivery policy, as the daemon reports it (absent from an older daemon). */
+  policy?: EndpointPolicyView;
+}
+
+export interface EndpointPolicyView {
+  /** Seconds before each retry. */
+  retrySchedule: number[];
+  maxInFlight: number;
+  /** Attempts a second at most; null for none. */
+  rateLimit: number | null;
 }
 
 export type StatusTone = 'info' | 'ok' | 'error';
