@@ -6,7 +6,7 @@
 import { recordEventBodyParts, type RecordEvent } from '../../store.js';
 import type { Db, Row } from '../db.js';
 import { OUTBOX_NOTICE, timedCommit, type StoreContext } from './context.js';
-import { MATCH_SQL } from './webhooks.js';
+import { queueMatchedSql } from './outbox.js';
 
 /** What a write answers: a conflict, or the row written or removed (as json) and its event's owner. */
 export interface CreatedRow extends Row {
@@ -44,16 +44,7 @@ WITH ${before}r AS MATERIALIZED (${write}
   FROM r WHERE r.conflict IS NULL
 ), e AS (
   INSERT INTO events (id, event, owner_id, data, "timestamp") SELECT ev.id, ev.event, ev.owner_id, ev.data, ev."timestamp" FROM ev
-), matched AS MATERIALIZED (
-  SELECT gen_random_uuid()::text AS id, ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
-         ev.event, ev.body, ev.next_attempt_at, ev."timestamp" AS created_at
-  FROM ev
-  CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
-), d AS (
-  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
-  SELECT m.id, m.event_id, m.endpoint_id, m.owner_id, m.event, m.body, 'pending', 0, m.next_attempt_at, m.created_at
-  FROM matched m
-)
+), ${queueMatchedSql('ev."timestamp"')}
 SELECT r.*, (SELECT count(*)::int FROM matched) AS queued FROM r`;
 }
 

@@ -29,6 +29,22 @@ interface Publication {
   template: DeliveryTemplate;
 }
 
+/**
+ * The CTEs that queue an event's deliveries: `matched`, one new delivery per endpoint receiving
+ * an event of the CTE `ev` (with `keep`, more of `ev`'s columns, carried along), and `d`, their
+ * insert. `createdAt`: the expression of `ev` each delivery's `created_at` takes.
+ */
+export const queueMatchedSql = (createdAt: string, keep = '') => /* sql */ `matched AS MATERIALIZED (
+  SELECT gen_random_uuid()::text AS id,${keep ? ` ${keep},` : ''} ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
+         ev.event, ev.body, ev.next_attempt_at, ${createdAt} AS created_at
+  FROM ev
+  CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
+), d AS (
+  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
+  SELECT m.id, m.event_id, m.endpoint_id, m.owner_id, m.event, m.body, 'pending', 0, m.next_attempt_at, m.created_at
+  FROM matched m
+)`;
+
 interface PublishRow extends Row {
   n: number;
   ids: string[];
@@ -48,16 +64,7 @@ WITH ev AS MATERIALIZED (
   INSERT INTO events (id, event, owner_id, data, "timestamp")
   SELECT ev.id, ev.event, ev.owner_id, ev.data::jsonb, ev."timestamp" FROM ev
   ON CONFLICT (id) DO NOTHING
-), matched AS MATERIALIZED (
-  SELECT gen_random_uuid()::text AS id, ev.n, ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
-         ev.event, ev.body, ev.next_attempt_at, ev.created_at
-  FROM ev
-  CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
-), d AS (
-  INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
-  SELECT m.id, m.event_id, m.endpoint_id, m.owner_id, m.event, m.body, 'pending', 0, m.next_attempt_at, m.created_at
-  FROM matched m
-)
+), ${queueMatchedSql('ev.created_at', 'ev.n')}
 SELECT m.n, array_agg(m.id ORDER BY m.endpoint_id) AS ids, array_agg(m.endpoint_id ORDER BY m.endpoint_id) AS endpoint_ids
 FROM matched m GROUP BY m.n`;
 
