@@ -2,7 +2,8 @@
 // makes the same signed POST a panelctl delivery makes, configured as graphile-worker's
 // performance page configures it (24 concurrent jobs, a pool of 25, a local queue of 500, job
 // completions and failures sent at once). Logging is off but for errors, as the daemon runs at
-// `--log-level error`. Started by graphile.mjs with DATABASE_URL and BENCH_CA.
+// `--log-level error`; BENCH_GRAPHILE_LOGGER=default keeps graphile-worker's own logger (a line
+// per job on stdout, which goes to a file). Started by graphile.mjs with DATABASE_URL and BENCH_CA.
 import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Logger, run } from 'graphile-worker';
@@ -17,7 +18,7 @@ const runner = await run({
   connectionString: process.env.DATABASE_URL,
   concurrency: 24,
   maxPoolSize: 25,
-  logger,
+  ...(process.env.BENCH_GRAPHILE_LOGGER === 'default' ? {} : { logger }),
   preset: { worker: { concurrentJobs: 24, maxPoolSize: 25, localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   taskList: {
     async deliver({ url, secret, event, data }) {
@@ -39,6 +40,6 @@ const runner = await run({
     },
   },
 });
-process.stdout.write('ready\n');
+process.stderr.write('ready\n');
 await runner.promise;
 await agent.close();

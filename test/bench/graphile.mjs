@@ -5,7 +5,9 @@
 // endpoint) per call. Both are measured from the first publish to the receiver's last answer,
 // with the CPU of the daemon or the worker process and of the database cluster in that time.
 import { spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
@@ -48,11 +50,12 @@ async function clusterCpu(postmaster) {
 function startWorker(url, ca) {
   const proc = spawn(process.execPath, [join(ROOT, 'test/bench/graphile-worker.mjs')], {
     env: { ...process.env, DATABASE_URL: url, BENCH_CA: ca },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    // graphile-worker's own logger (BENCH_GRAPHILE_LOGGER=default) writes a line per job to stdout: to a file, as a service's log would go.
+    stdio: ['ignore', process.env.BENCH_GRAPHILE_LOGGER === 'default' ? openSync(join(tmpdir(), 'graphile-worker-bench.log'), 'w') : 'inherit', 'pipe'],
   });
   return new Promise((resolve, reject) => {
     proc.once('exit', (code) => reject(new Error(`graphile-worker exited ${code}`)));
-    createInterface({ input: proc.stdout }).on('line', (line) => line === 'ready' && resolve({ proc, pid: proc.pid }));
+    createInterface({ input: proc.stderr }).on('line', (line) => (line === 'ready' ? resolve({ proc, pid: proc.pid }) : process.stderr.write(`${line}\n`)));
   });
 }
 
