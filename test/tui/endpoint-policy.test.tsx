@@ -32,7 +32,7 @@ describe('watch: the endpoint policy in the detail pane', () => {
     state = reducer(state, { type: 'endpoints', endpoints: [parseEndpoint({ ...answer, rate_limit_per_second: 5 })!] });
     state = reducer(state, { type: 'entries', entries: [entry({ id: 1, endpoint_id: 1 })] });
     state = reducer(state, { type: 'openDetail' });
-    const { lastFrame } = render(<WatchView state={state} now={NOW} columns={120} rows={30} color={false} />);
+    const { lastFrame } = render(<WatchView state={state} now={NOW} columns={120} rows={60} color={false} />);
     expect(lastFrame()).toContain('Endpoint policy retries after 2 s  ·  at most 8 at once  ·  at most 5 a second');
   });
 });

@@ -197,7 +197,6 @@ export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefin
     const failing = health.consecutive_failures ? `${health.consecutive_failures} failed deliveries in a row  ·  ` : '';
     push(`Endpoint health ${endpoint?.active === false ? 'disabled  ·  ' : ''}${failing}${Math.round(health.success_rate * 100)}% of the last attempts ok`, health.consecutive_failures ? 'error' : 'dim');
   }
-  if (endpoint?.policy) push(`Endpoint policy ${policyText(endpoint.policy, endpoint.paused)}`, 'dim');
   lines.push({ text: '', kind: 'body' });
   push('Headers sent', 'heading');
   const headers = Object.entries(entry.request_headers ?? {});
@@ -210,5 +209,10 @@ export function detailLines(entry: WatchEntry, endpoint: WatchEndpoint | undefin
   push(`Response body (first 4 KB${entry.response ? `, ${Buffer.byteLength(entry.response)} bytes` : ''})`, 'heading');
   if (entry.response) for (const line of entry.response.split(/\r?\n/)) push(`  ${line}`, 'body');
   else push('  (empty)', 'dim');
+  // Last, so the attempt itself fills the pane's first screen.
+  if (endpoint?.policy) {
+    lines.push({ text: '', kind: 'body' });
+    push(`Endpoint policy ${policyText(endpoint.policy, endpoint.paused)}`, 'dim');
+  }
   return lines;
 }
