@@ -5,7 +5,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyServerOptions } from 'fastify';
-import { API_ERRORS } from '../shared/errors.js';
 
 export interface ServerLimits {
   /** From connection (or the start of a request) to the end of its headers; also the TLS handshake. */

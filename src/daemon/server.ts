@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { layout } from '../shared/paths.js';
 import { VERSION } from '../shared/version.js';
 import { describeDatabaseUrl, openStore } from '../store/factory.js';
-import type { Store, StoreInfo } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { newJwtSecret } from './init.js';
 import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';

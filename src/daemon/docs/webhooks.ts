@@ -1,7 +1,7 @@
 // The outgoing webhooks as OpenAPI 3.1 `webhooks` (one per catalogue event) and components,
 // generated from the event catalogue so the document cannot disagree with what is sent.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { EVENT_CATALOGUE, EVENT_NAMES, eventDataSchema, type EventType } from '../../shared/events.js';
+import { EVENT_CATALOGUE, eventDataSchema, type EventType } from '../../shared/events.js';
 import { payloadBody } from '../dispatcher/bus.js';
 import { LOG_RETENTION } from '../../store/store.js';
 import { ATTEMPT_TIMEOUT_MS, MAX_ATTEMPTS, MAX_RESPONSE_BYTES, RETRY_DELAY_MS, USER_AGENT } from '../../shared/webhook-protocol.js';

@@ -7,7 +7,6 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { EnvelopeOf, ok } from '../../../shared/envelope.js';
 import { VERSION } from '../../../shared/version.js';
-import type { Store } from '../../../store/store.js';
 import { presentedCredential, resolvePrincipal } from '../../plugins/auth.js';
 import readyRoute from './ready.js';
 
