@@ -13,7 +13,7 @@ import { openStore } from '../../src/store/factory.js';
 import type { Store } from '../../src/store/store.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { TEST_STORE } from '../helpers/daemon.js';
-import { FakeSender, startDispatcherHarness, type DispatcherHarness, type SentRequest } from '../helpers/dispatcher-harness.js';
+import { FakeSender, insertUser, startDispatcherHarness, type DispatcherHarness, type SentRequest } from '../helpers/dispatcher-harness.js';
 import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 
 const WAIT = { timeout: 20_000, interval: 5 };
@@ -120,19 +120,8 @@ async function twoDispatchers() {
   const dispatchers = stores.map((store, i) => new Dispatcher({ pollMs: 10, store, clock: now, sender: senders[i], allowPrivate: async () => true }));
   for (const d of dispatchers) d.start();
   const store = stores[0];
-  const at = new Date(clock).toISOString();
-  const user = await store.users.insert({
-    email: `rates-${process.pid}@example.test`,
-    name: 'Rates',
-    role: 'customer',
-    password_hash: 'x',
-    totp_secret: null,
-    totp_pending_secret: null,
-    two_factor_enabled: false,
-    totp_last_step: null,
-    created_at: at,
-    updated_at: at,
-  });
+  const user = await insertUser(store, `rates-${process.pid}`, 'customer', clock);
+  const at = user.created_at;
   const events = new EventBus(store, now);
   return {
     store,

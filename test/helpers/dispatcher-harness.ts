@@ -169,21 +169,7 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
       clock += ms;
     },
     async user(role = 'customer') {
-      const at = new Date(clock).toISOString();
-      const n = ++users;
-      const user = await store.users.insert({
-        email: `harness-${process.pid}-${n}@example.test`,
-        name: `User ${n}`,
-        role,
-        password_hash: 'x',
-        totp_secret: null,
-        totp_pending_secret: null,
-        two_factor_enabled: false,
-        totp_last_step: null,
-        created_at: at,
-        updated_at: at,
-      });
-      return user.id;
+      return (await insertUser(store, `harness-${process.pid}-${++users}`, role, clock)).id;
     },
     async endpoint(userId, input = {}) {
       const at = new Date(clock).toISOString();
@@ -213,6 +199,23 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
 }
 
 /** A delivery's requests, in order. */
+/** A user straight into `store` (no password that signs in), named after `name`, made at `at` (epoch ms). */
+export function insertUser(store: Store, name: string, role: 'admin' | 'customer', at: number) {
+  const stamp = new Date(at).toISOString();
+  return store.users.insert({
+    email: `${name}@example.test`,
+    name,
+    role,
+    password_hash: 'x',
+    totp_secret: null,
+    totp_pending_secret: null,
+    two_factor_enabled: false,
+    totp_last_step: null,
+    created_at: stamp,
+    updated_at: stamp,
+  });
+}
+
 export function attemptsOf(sender: FakeSender, delivery: Pick<DeliveryRecord, 'id'> | string): SentRequest[] {
   const id = typeof delivery === 'string' ? delivery : delivery.id;
   return sender.requests.filter((r) => r.deliveryId === id);
