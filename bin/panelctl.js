@@ -1,6 +1,80 @@
 #!/usr/bin/env node
-// Thin shim: the CLI is src/cli, bundled into dist/cli-bundle/ by `npm run build` (run by
-// `npm install`); dist/cli/ holds the same code unbundled (docs generator, tests).
-import { main } from '../dist/cli-bundle/main.js';
+// The CLI's loader. The CLI is src/cli, bundled by `npm run build` (run by `npm install`) into
+// one script, dist/cli-bundle/cli.js, with a V8 code cache beside it (cli.js.cache): compiled
+// here with that cache, the CLI starts without compiling commander and its own modules again
+// (scripts/build.mjs, docs/decisions/cli.md). dist/cli/ holds the same code unbundled (docs
+// generator, tests). This file is CommonJS (bin/package.json): an ES module entry would start
+// Node's ESM loader before anything needs it.
+'use strict';
+const { createHash } = require('node:crypto');
+const { readFileSync, writeFileSync } = require('node:fs');
+const { createRequire } = require('node:module');
+const { join } = require('node:path');
+const { pathToFileURL } = require('node:url');
+const vm = require('node:vm');
 
-main(process.argv);
+const dir = join(__dirname, '..', 'dist', 'cli-bundle');
+const file = join(dir, 'cli.js');
+const cacheFile = `${file}.cache`;
+
+/**
+ * Compiles and runs cli.js, with the cache when it was made from this very source (its first 32
+ * bytes are the source's sha-256; V8 itself checks only the length). V8 ignores a cache from
+ * another Node version or other flags (`script.cachedDataRejected`): the source is compiled then.
+ */
+function loadCli({ useCache = true } = {}) {
+  const bytes = readFileSync(file);
+  const hash = createHash('sha256').update(bytes).digest();
+  let cachedData;
+  if (useCache) {
+    try {
+      const cache = readFileSync(cacheFile);
+      if (cache.subarray(0, hash.length).equals(hash)) cachedData = cache.subarray(hash.length);
+    } catch {
+      // no cache: compile the source
+    }
+  }
+  const script = new vm.Script(bytes.toString('utf8'), { filename: file, cachedData });
+  const module = { exports: {} };
+  // A script compiled with cached data cannot import() on Node 20: the bundle's imports of ES
+  // modules (packages, dist/ files, relative to the bundle) are made here, and kept for the
+  // static imports of ink, which cannot be require()d (it has a top-level await).
+  const imported = new Map();
+  const importModule = (specifier) =>
+    import(specifier.startsWith('.') ? pathToFileURL(join(dir, specifier)).href : specifier).then((namespace) => {
+      imported.set(specifier, namespace);
+      return namespace;
+    });
+  const importedModule = (specifier) => {
+    if (!imported.has(specifier)) throw new Error(`panelctl: ${specifier} is used before it was imported`);
+    return imported.get(specifier);
+  };
+  script.runInThisContext()(module.exports, createRequire(file), module, file, dir, importModule, importedModule);
+  return { cli: module.exports, script, hash };
+}
+
+/** Run by scripts/build.mjs: the code cache after a `keys list --json` against a fake API. */
+async function writeCodeCache() {
+  const { cli, script, hash } = loadCli({ useCache: false });
+  const sink = { write: () => true, isTTY: false };
+  const io = {
+    stdout: sink,
+    stderr: sink,
+    get stdin() {
+      throw new Error('no stdin while writing the code cache');
+    },
+    env: { PANELCTL_URL: 'https://127.0.0.1:9', PANELCTL_TOKEN: 'code-cache', PANELCTL_CONFIG_DIR: join(dir, 'no-config') },
+  };
+  const transport = {
+    request: async () => ({ statusCode: 200, text: '{"data":[],"error":null,"message":""}' }),
+    stream: async () => {
+      throw new Error('no stream while writing the code cache');
+    },
+  };
+  const code = await cli.run(['node', 'panelctl', 'keys', 'list', '--json'], { io, transport });
+  if (code !== 0) throw new Error(`keys list --json against the fake API exited ${code}`);
+  writeFileSync(cacheFile, Buffer.concat([hash, script.createCachedData()]));
+}
+
+if (require.main === module) loadCli().cli.main(process.argv);
+else module.exports = { loadCli, writeCodeCache };

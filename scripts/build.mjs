@@ -2,28 +2,30 @@
 // `npm run build` (and `prepare`, which every `npm install` runs): compiles src/ to dist/ with
 // tsc, unless dist/ is current. Current means: a previous build finished (dist/.build-stamp) and
 // nothing it depends on changed since it started: no file or directory under src/ is newer (a
-// new, edited, renamed or deleted file changes one), and tsconfig.json, package.json and
-// package-lock.json hold what they held (compared by content: `npm install` rewrites the lockfile
-// even when nothing changed). Even an incremental tsc parses every source and type file (about
-// 1000) before finding nothing to do; this check reads modification times and three files.
+// new, edited, renamed or deleted file changes one), and tsconfig.json, package.json,
+// package-lock.json, this script and the CLI's loader (bin/panelctl.js, which runs the bundle
+// and writes its code cache) hold what they held (compared by content: `npm install` rewrites
+// the lockfile even when nothing changed). Even an incremental tsc parses every source and type
+// file (about 1000) before finding nothing to do; this check reads modification times and five files.
 // `--force` (npm run build -- --force) builds whatever the times say; so does removing dist/.
 //
 // After tsc, the CLI is bundled with esbuild into dist/cli-bundle/ (what bin/panelctl.js runs):
 // see bundleCli below and docs/decisions/cli.md.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
 const src = join(root, 'src');
 const cliSrc = join(src, 'cli');
+const sharedSrc = join(src, 'shared');
 const bundleDir = join(root, 'dist', 'cli-bundle');
-const inputs = ['tsconfig.json', 'package.json', 'package-lock.json'].map((name) => join(root, name));
+const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'bin/panelctl.js'].map((name) => join(root, name));
 
 /** The newest modification time under `dir`, directories included (they change when files come and go). */
 function newest(dir) {
@@ -67,7 +69,7 @@ if (!force && built !== null) {
   } catch {
     // an old or damaged stamp: build
   }
-  if (recorded === digest && newest(src) < built && existsSync(join(bundleDir, 'main.js'))) {
+  if (recorded === digest && newest(src) < built && existsSync(join(bundleDir, 'cli.js.cache'))) {
     console.log('dist/ is up to date with src/ (npm run build -- --force rebuilds)');
     process.exit(0);
   }
@@ -97,15 +99,20 @@ function compiledPath(file) {
 }
 
 /**
- * The CLI (src/cli/** with commander) as one ES module graph of a few chunks: a command loads
- * its chunk and the chunks it shares, instead of ~20 files resolved and compiled one by one
- * (start-up time of `keys list --json` is benchmarked against `node -e 0`). The dynamic imports
- * of program.ts stay dynamic (esbuild's code splitting), so a command still loads only what it
- * uses. Only src/cli is bundled: src/shared, src/daemon and src/store, and every other package,
- * are imported from where they are (dist/, node_modules/), so the daemon a CLI command runs is
- * the same dist/ code the tests and the service run, and no module exists twice in a process.
- * `import.meta.url` in a CLI source means the URL of that file's tsc output, as without the
- * bundle (paths relative to it, e.g. bin/panelctl.js, keep working).
+ * The CLI (src/cli/** with commander) as one CommonJS script, dist/cli-bundle/cli.js, which
+ * bin/panelctl.js compiles with a V8 code cache made here (cli.js.cache): Node 20 has no code
+ * cache for ES modules (module.enableCompileCache is 22.1+), and compiling commander and the
+ * CLI's modules on every start was most of what `keys list --json` spends above a bare https
+ * request. Modules stay lazy without code splitting: esbuild wraps each module that an
+ * `import()` reaches in an initialiser, so a command still runs only its own modules' code.
+ *
+ * Only src/cli is bundled: src/shared, src/daemon and src/store, and every other package, are
+ * loaded from where they are (dist/, node_modules/), so the daemon a CLI command runs is the
+ * same dist/ code the tests and the service run, and no module exists twice in a process.
+ * Their static imports become require() (ES modules through require(esm), Node >= 20.19);
+ * their `import()`s stay real imports, made by the loader (see bin/panelctl.js): a script
+ * compiled with cached data cannot call import() itself on Node 20. `import.meta.url` in a CLI
+ * source means the URL of that file's tsc output, as without the bundle.
  */
 async function bundleCli() {
   const { build } = await import('esbuild');
@@ -114,28 +121,51 @@ async function bundleCli() {
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return undefined;
+        if (args.namespace === 'panelctl-lazy' || args.namespace === 'panelctl-lazy-builtin') return { path: args.path, external: true };
+        // commander needs child_process only to run executable subcommands, which panelctl has
+        // none of: it is required when first used, not on every start.
+        if (args.path === 'node:child_process' && args.kind === 'require-call') return { path: args.path, namespace: 'panelctl-lazy-builtin' };
         if (args.path.startsWith('node:')) return { path: args.path, external: true };
+        // ink has a top-level await, so require() cannot load it: the code that needs it imports
+        // it first (watch's loadView), and its static imports read that namespace.
+        if (args.path === 'ink' && args.kind === 'import-statement') return { path: 'ink', namespace: 'panelctl-imported' };
         if (!args.path.startsWith('.') && !args.path.startsWith('/')) return args.path === 'commander' ? undefined : { path: args.path, external: true };
         // Imports inside commander's own files are relative too: bundled with it.
         if (!args.importer.startsWith(src + sep)) return undefined;
         const target = resolve(args.resolveDir, args.path);
-        if (target.startsWith(cliSrc + sep)) return undefined;
-        return { path: fromBundle(compiledPath(target)), external: true };
+        if (target.startsWith(cliSrc + sep) || target.startsWith(sharedSrc + sep)) return undefined;
+        const path = fromBundle(compiledPath(target));
+        // A static import of daemon or store code is required where a name of it is first used,
+        // not when the importing module starts (context.ts needs daemon/lock.js only after a
+        // refused connection).
+        if (args.kind === 'import-statement') return { path, namespace: 'panelctl-lazy' };
+        return { path, external: true };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy-builtin' }, (args) => ({
+        contents: `let loaded; module.exports = new Proxy({}, { get: (_, name) => (loaded ??= require(${JSON.stringify(args.path)}))[name] });`,
+        loader: 'js',
+      }));
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-imported' }, (args) => ({ contents: `module.exports = __panelctlImported(${JSON.stringify(args.path)});`, loader: 'js' }));
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy' }, async (args) => {
+        // Its names, from the tsc output (built before the bundle): one getter each.
+        const names = Object.keys(await import(pathToFileURL(resolve(bundleDir, args.path)).href));
+        const load = `() => (loaded ??= require(${JSON.stringify(args.path)}))`;
+        const getters = names.map((name) => `${JSON.stringify(name)}: { enumerable: true, get: () => load()[${JSON.stringify(name)}] }`);
+        return { contents: `let loaded; const load = ${load}; Object.defineProperties(exports, { __esModule: { value: true }, ${getters.join(', ')} });`, loader: 'js' };
       });
       b.onLoad({ filter: /\.tsx?$/ }, async (args) => {
         const text = await readFile(args.path, 'utf8');
-        const here = `new URL(${JSON.stringify(fromBundle(compiledPath(args.path)))}, import.meta.url).href`;
+        const here = `require('node:url').pathToFileURL(require('node:path').join(__dirname, ${JSON.stringify(fromBundle(compiledPath(args.path)))})).href`;
         return { contents: text.replaceAll('import.meta.url', here), loader: args.path.endsWith('x') ? 'tsx' : 'ts' };
       });
     },
   };
   rmSync(bundleDir, { recursive: true, force: true });
-  await build({
+  const result = await build({
     entryPoints: [join(cliSrc, 'main.ts')],
-    outdir: bundleDir,
+    outfile: join(bundleDir, 'cli.js'),
     bundle: true,
-    splitting: true,
-    format: 'esm',
+    format: 'cjs',
     platform: 'node',
     target: 'node20',
     tsconfig: join(root, 'tsconfig.json'),
@@ -146,8 +176,47 @@ async function bundleCli() {
     minifyWhitespace: true,
     minifySyntax: true,
     keepNames: true,
-    // commander is CommonJS: its require() of node builtins needs a require in an ES module.
-    banner: { js: "import { createRequire as __panelctlCreateRequire } from 'node:module'; const require = __panelctlCreateRequire(import.meta.url);" },
+    metafile: true,
+    write: false,
     logLevel: 'warning',
   });
+  const [output] = result.outputFiles;
+  const imports = Object.values(result.metafile.outputs)[0].imports.filter((i) => i.kind === 'dynamic-import' && i.external);
+  mkdirSync(bundleDir, { recursive: true });
+  writeFileSync(join(bundleDir, 'cli.js'), wrapCli(output.text, imports));
+  writeCodeCache();
+}
+
+/**
+ * The bundle as one function expression, the loader's (bin/panelctl.js) to call, with each
+ * external `import()` replaced: built-in modules are required, anything else is imported by
+ * the loader's `__panelctlImport` (relative paths from dist/cli-bundle/). Every `import(` of
+ * the output must be one esbuild reports as an external dynamic import, or the build fails.
+ */
+function wrapCli(text, imports) {
+  let body = text;
+  let replaced = 0;
+  for (const specifier of new Set(imports.map((i) => i.path))) {
+    const call = `import(${JSON.stringify(specifier)})`;
+    const count = body.split(call).length - 1;
+    if (count === 0) throw new Error(`cli bundle: esbuild reports import(${specifier}) but the output has no ${call}`);
+    const replacement = specifier.startsWith('node:') ? `Promise.resolve().then(()=>require(${JSON.stringify(specifier)}))` : `__panelctlImport(${JSON.stringify(specifier)})`;
+    body = body.replaceAll(call, replacement);
+    replaced += count;
+  }
+  if (/\bimport\(/.test(body)) throw new Error('cli bundle: an import() is left that is not an external dynamic import');
+  if (replaced < imports.length) throw new Error('cli bundle: fewer import() calls than esbuild reports');
+  return `(function (exports, require, module, __filename, __dirname, __panelctlImport, __panelctlImported) {${body}\n})`;
+}
+
+/**
+ * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a fake
+ * API): the compiled code of commander, the program, the context and the client. It is only an
+ * optimisation: V8 rejects a cache made by another Node version or other flags, and the loader
+ * then compiles the source. The file starts with the sha-256 of the source it belongs to.
+ */
+function writeCodeCache() {
+  const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));
+  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (result.status !== 0) throw new Error('cli bundle: writing the code cache failed');
 }

@@ -593,18 +593,24 @@ async function benchCli() {
       return elapsed;
     };
     const runs = QUICK ? 5 : 21;
-    const floor = join(ROOT, 'test/bench/https-get.mjs');
+    const floor = join(ROOT, 'test/bench/https-get.cjs');
+    // BENCH_CLI_COMPARE=/other/checkout/bin/panelctl.js runs another build's CLI in the same
+    // alternating runs (before/after a change; that checkout must be built).
+    const other = process.env.BENCH_CLI_COMPARE;
     time([BIN, 'keys', 'list', '--json']);
     time([floor]);
-    // Alternating, so all three meet the same spells of load from the rest of the machine. The
-    // floor is the same request made by a bare node:https script: what is left above it is the CLI's.
+    if (other) time([other, 'keys', 'list', '--json']);
+    // Alternating, so all meet the same spells of load from the rest of the machine. The floor
+    // is the same request made by a bare node:https script: what is left above it is the CLI's.
     const cliTimes = [];
     const nodeTimes = [];
     const floorTimes = [];
+    const otherTimes = [];
     for (let i = 0; i < runs; i++) {
       cliTimes.push(time([BIN, 'keys', 'list', '--json'], 0, 'cli'));
       nodeTimes.push(time(['-e', '0'], 0, 'node'));
       floorTimes.push(time([floor], 0, 'floor'));
+      if (other) otherTimes.push(time([other, 'keys', 'list', '--json'], 0, 'other'));
     }
     const cli = median(cliTimes);
     const node = median(nodeTimes);
@@ -624,6 +630,7 @@ async function benchCli() {
       httpsRatio: https / node,
       // CPU per run (user + system, averaged over the runs), and its ratios: steadier than wall time on a busy machine.
       cpu: { cli: cpu.cli / runs, node: cpu.node / runs, https: cpu.floor / runs, ratio: cpu.cli / cpu.node, httpsRatio: cpu.floor / cpu.node },
+      other: other ? { bin: other, wall: median(otherTimes), ratio: median(otherTimes) / node, cpu: cpu.other / runs, cpuRatio: cpu.other / cpu.node } : null,
       runs,
       statusRunning: median(statusRunning),
       statusStopped: median(statusStopped),
@@ -663,6 +670,9 @@ async function report() {
     ['Metrics on vs off: the daemon\'s CPU per delivery (off / on, median of the same rounds)', '', `${fmt(metrics.dispatch.cpu.ratio, 2)} (${fmt(metrics.dispatch.cpu.ratioMin, 2)}–${fmt(metrics.dispatch.cpu.ratioMax, 2)})`, '≥ 0.95', metrics.dispatch.cpu.ratio >= 0.95],
     ['CLI: `keys list --json` vs `node -e 0` (median ms of alternating runs, over HTTPS to a running daemon)', `${fmt(cli.cli)} vs ${fmt(cli.node)}`, fmt(cli.ratio, 2), '≤ 1.35×', cli.ratio <= 1.35],
     ['CLI: the same in CPU time (user + system, mean of the runs); a bare `node:https` GET of the same URL as the floor', `${fmt(cli.cpu.cli)} vs ${fmt(cli.cpu.node)} (floor ${fmt(cli.cpu.https)})`, `${fmt(cli.cpu.ratio, 2)} (floor ${fmt(cli.cpu.httpsRatio, 2)})`, 'none set', null],
+    ...(cli.other
+      ? [[`CLI: \`keys list --json\` of the build in BENCH_CLI_COMPARE (${cli.other.bin}), same runs: wall (median) and CPU vs \`node -e 0\``, `${fmt(cli.other.wall)} ms, CPU ${fmt(cli.other.cpu)} ms`, `${fmt(cli.other.ratio, 2)} (CPU ${fmt(cli.other.cpuRatio, 2)})`, 'none set', null]]
+      : []),
     ['CLI: `daemon status --json`, daemon running / not running (median ms)', `${fmt(cli.statusRunning)} / ${fmt(cli.statusStopped)}`, '', '< 500', Math.max(cli.statusRunning, cli.statusStopped) < 500],
     [`Writes: POST /sites, ${WRITE_CLIENTS} clients, JSON store at 1,000 sites (durable writes/s)`, fmt(jsonAt(1_000).writes), '', '≥ 1,000', jsonAt(1_000).writes >= 1000],
     [`Writes: POST /sites, ${WRITE_CLIENTS} clients, JSON store at 10,000 sites (durable writes/s)`, fmt(jsonAt(10_000).writes), '', '≥ 500', jsonAt(10_000).writes >= 500],

@@ -78,6 +78,9 @@ async function loadView(): Promise<typeof import('../ui/run.js')> {
   delete env.CI;
   delete env.CONTINUOUS_INTEGRATION;
   try {
+    // ink first, on its own: it has a top-level await, so the bundle cannot require() it where
+    // the view's modules import it (scripts/build.mjs); they use this import's namespace.
+    await import('ink');
     return await import('../ui/run.js');
   } finally {
     for (const [name, value] of Object.entries(ci)) if (value !== undefined) env[name] = value;

@@ -1,8 +1,11 @@
 // The floor of the CLI benchmark: what any Node client pays for `keys list --json` without the
 // CLI, i.e. node's start, node:https, one verified request over a keep-alive agent (as the CLI's
 // ApiClient makes it) and the body printed. Reads PANELCTL_URL, PANELCTL_TOKEN and PANELCTL_CA.
-import { readFileSync } from 'node:fs';
-import https from 'node:https';
+// CommonJS, as the CLI's loader and bundle are: an ES module would add Node's ESM loader to the
+// floor (and `import` of node:fs builds its ES module facade).
+'use strict';
+const { readFileSync } = require('node:fs');
+const https = require('node:https');
 
 const agent = new https.Agent({ keepAlive: true });
 const url = new URL(`${process.env.PANELCTL_URL}/api/v1/auth/api-keys`);
