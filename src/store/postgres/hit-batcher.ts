@@ -4,9 +4,9 @@
 // together, so under load this turns many round trips into one while the counts stay exact and
 // shared (the database still counts every hit, nothing is held back).
 // Statements may also be spaced (`spacingMs`): a statement goes out no sooner than that after the
-// previous one went out. Under a steady stream of requests the database then counts them in a
-// few statements a second rather than one per round trip (each a commit, and the server's CPU
-// the requests share); a hit that comes after a quiet spell still goes out at once.
+// previous one went out. Under a steady stream of requests the database then counts them in at
+// most one statement per spacing rather than one per round trip (each statement a commit and a
+// wake-up of the server, whose CPU the requests share); a hit after a quiet spell goes at once.
 import type { LimiterRecord } from '../types.js';
 
 /** Hits of one key counted together: `hits` of them, at `now`. */

@@ -5,10 +5,10 @@ import type { RepositoryFactory } from './context.js';
 import { toLimiter } from '../rows.js';
 
 /**
- * The least time between two statements counting request-window hits: under steady load a
- * user's requests are counted in a few statements a second. A request that must wait for its
- * count (it reaches the limit, or the daemon has no fresh count) waits up to this much longer
- * while others' are out; others from other daemons are seen this much later.
+ * The least time between two statements counting request-window hits (see HitBatcher): however
+ * many requests come, at most a hundred such statements a second. A request that must wait for
+ * its count (it reaches the limit, or the daemon has no fresh count) may wait this much longer,
+ * and the counts of other daemons' requests reach this one's view this much later.
  */
 const SOFT_HIT_SPACING_MS = 10;
 
