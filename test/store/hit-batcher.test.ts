@@ -1,6 +1,6 @@
 // The PostgreSQL store's coalescing of request-window hits, against a counter in memory that
 // stands for the database: how many statements a burst costs, and what each hit is answered.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { HitBatcher, type KeyHits } from '../../src/store/postgres/hit-batcher.js';
 import type { LimiterRecord } from '../../src/store/types.js';
 
@@ -83,5 +83,52 @@ describe('HitBatcher', () => {
     expect(db.statements()).toHaveLength(2);
     db.failWith(null);
     expect((await batcher.hit('k', 60_000, 1_000)).count).toBe(1);
+  });
+
+  it('spaces statements: hits within spacingMs of the last statement going out wait and go together; after a quiet spell one goes at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const db = fakeDatabase();
+      const batcher = new HitBatcher(db.count, 100);
+      const first = batcher.hit('k', 60_000, 1_000);
+      expect(db.batches).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(5);
+      expect((await first).count).toBe(1);
+      // Answered at 5 ms: the next statement is held until 100 ms after the first went out.
+      const held = [batcher.hit('k', 60_000, 1_000), batcher.hit('j', 60_000, 1_000), batcher.hit('k', 60_000, 1_000)];
+      await vi.advanceTimersByTimeAsync(90);
+      expect(db.batches).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(10);
+      expect(db.batches).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(5);
+      expect((await Promise.all(held)).map((r) => [r.key, r.count])).toEqual([
+        ['k', 2],
+        ['j', 1],
+        ['k', 3],
+      ]);
+      expect(db.batches.map((batch) => batch.map((s) => `${s.key}×${s.hits}`))).toEqual([['k×1'], ['k×2', 'j×1']]);
+      // Past the spacing since the last statement went out: a hit goes at once.
+      await vi.advanceTimersByTimeAsync(100);
+      const late = batcher.hit('k', 60_000, 1_000);
+      expect(db.batches).toHaveLength(3);
+      await vi.advanceTimersByTimeAsync(5);
+      expect((await late).count).toBe(4);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('sends held hits at once on flush, which resolves once every hit is answered', async () => {
+    const db = fakeDatabase();
+    const batcher = new HitBatcher(db.count, 60_000);
+    expect((await batcher.hit('k', 60_000, 1_000)).count).toBe(1);
+    const held = batcher.hit('k', 60_000, 1_000);
+    let answered = false;
+    void held.then(() => (answered = true));
+    expect(db.batches).toHaveLength(1);
+    await batcher.flush();
+    expect(answered).toBe(true);
+    expect((await held).count).toBe(2);
+    expect(db.batches).toHaveLength(2);
   });
 });

@@ -77,6 +77,7 @@ export class PostgresStore implements Store {
     this.#vacuum = new QueueVacuum(() => pool.query('VACUUM (SKIP_LOCKED) deliveries, delivery_log'));
     this.#ctx = {
       heldTouches: new Map(),
+      heldHits: new Set(),
       unpruned: new Map(),
       pruned: new Map(),
       commitObserver: null,
@@ -175,6 +176,7 @@ export class PostgresStore implements Store {
     try {
       await this.#vacuum.stop();
       await this.#flushTouches();
+      await Promise.all([...this.#ctx.heldHits].map((hits) => hits.flush()));
       await this.#notifier.flush();
     } finally {
       await this.changes.close();

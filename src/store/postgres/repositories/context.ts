@@ -27,6 +27,8 @@ export interface PrunedLog {
 export interface StoreContext {
   /** API key uses not yet written: id → last_used_at (ISO, to the second). */
   readonly heldTouches: Map<number, string>;
+  /** Request-window hits held back (see HitBatcher's spacing): sent by the store's close. */
+  readonly heldHits: Set<{ flush(): Promise<void> }>;
   /** Settings as last read or written, valid while the change feed is connected. */
   cachedSettings(): Settings | null;
   cacheSettings(settings: Settings | null): void;

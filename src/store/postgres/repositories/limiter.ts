@@ -4,7 +4,15 @@ import { HitBatcher, type KeyHits } from '../hit-batcher.js';
 import type { RepositoryFactory } from './context.js';
 import { toLimiter } from '../rows.js';
 
-export const limiterRepository: RepositoryFactory<LimiterRepository> = (db) => {
+/**
+ * The least time between two statements counting request-window hits (see HitBatcher): however
+ * many requests come, at most a hundred such statements a second. A request that must wait for
+ * its count (it reaches the limit, or the daemon has no fresh count) may wait this much longer,
+ * and the counts of other daemons' requests reach this one's view this much later.
+ */
+const SOFT_HIT_SPACING_MS = 10;
+
+export const limiterRepository: RepositoryFactory<LimiterRepository> = (db, ctx) => {
   /**
    * Counts `hits` hits of `key` in one statement, so concurrent hits from any number of daemons
    * each count exactly once. A new window starts when the key is not locked and its window ended
@@ -48,7 +56,8 @@ export const limiterRepository: RepositoryFactory<LimiterRepository> = (db) => {
     );
     return new Map(rows.map((row) => [String(row.key), toLimiter(row)]));
   };
-  const softHits = db.inTransaction ? null : new HitBatcher(countSoftHits);
+  const softHits = db.inTransaction ? null : new HitBatcher(countSoftHits, SOFT_HIT_SPACING_MS);
+  if (softHits) ctx.heldHits.add(softHits);
   const limiter: LimiterRepository = {
     async hit(key, windowMs, now) {
       return countHits(key, windowMs, now, 1);
