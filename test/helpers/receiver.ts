@@ -21,7 +21,7 @@ export interface ReceiverTls {
 /** Creates the receivers' certificate and its CA file. */
 export async function makeReceiverTls(): Promise<ReceiverTls> {
   // The same kind of certificate the daemon makes for itself (localhost, 127.0.0.1, ::1).
-  const pems = generateCertificate(2);
+  const pems = await generateCertificate(2);
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-receiver-'));
   const caFile = join(dir, 'ca.pem');
   await writeFile(caFile, pems.cert);
