@@ -29,9 +29,11 @@ export default defineConfig({
     env: { PANELCTL_STORE_CHECKS: '1' },
     // Every child a test starts is ended with its test or file (setup.ts); the leak check fails the
     // run if one outlived the suite anyway. It comes first: teardowns run in reverse order, so it
-    // checks after the PostgreSQL cluster (started with the run's mark) was stopped.
+    // checks after the PostgreSQL cluster (started with the run's mark) was stopped. The
+    // templates (an initialised data directory, a migrated database, the receivers' certificate)
+    // come after the cluster, and are made once for the run (test/helpers/templates.ts).
     setupFiles: ['test/helpers/setup.ts'],
-    globalSetup: ['test/helpers/global-teardown.ts', 'test/helpers/postgres-global-setup.ts'],
+    globalSetup: ['test/helpers/global-teardown.ts', 'test/helpers/postgres-global-setup.ts', 'test/helpers/templates-global-setup.ts'],
     // Two projects, one run: everything on the embedded JSON store, then the identity and
     // dispatcher tests with their daemons and apps on PostgreSQL (PANELCTL_TEST_STORE, see
     // test/helpers/daemon.ts and test/helpers/app.ts).

@@ -2,6 +2,7 @@
 // Order matters: the error handler first (everything after it answers with the envelope),
 // then shared services, then authentication (routes rely on request.principal), then routes.
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { childLoggerFactory } from './request-logger.js';
 import { TokenService } from './auth/tokens.js';
 import { EventBus } from './dispatcher/bus.js';
@@ -55,6 +56,17 @@ export const LOG_REDACT = [
   '*.totp_code',
 ];
 
+type SerializerFactory = ReturnType<typeof SerializerSelector>;
+
+/** Fastify's own serializer compiler, each serializer built at its first use. */
+const lazySerializers: SerializerFactory = (externalSchemas, options) => {
+  const build = SerializerSelector()(externalSchemas, options);
+  return (route) => {
+    let serialize: ((data: unknown) => string) | null = null;
+    return (data: unknown) => (serialize ??= build(route))(data);
+  };
+};
+
 export async function buildApp(options: DaemonOptions, server: FastifyServerOptions & { https?: object | null } = {}): Promise<FastifyInstance> {
   // node answers a request without Host with an empty 400 of its own; the errors plugin answers
   // it with the envelope instead.
@@ -69,7 +81,9 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
     // X-Request-Id: a client's valid one is kept, else one is made (plugins/request-id.ts); log
     // lines carry it as req_id (the label is the log controller's, see RequestLines).
     genReqId: requestId,
-    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
+    // Response serializers are built when a route first answers with them (as validators are
+    // compiled, plugins/validation.ts), so a start does not build the whole API's.
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     // Errors raised before routing answer with the envelope too (plugins/protocol-errors.ts).
     clientErrorHandler,
     frameworkErrors,

@@ -67,7 +67,7 @@ export async function prepareDataDir(root: string): Promise<DataLayout> {
   await chmod(paths.root, 0o700);
   await mkdir(paths.tlsDir, { recursive: true, mode: 0o700 });
   if (!(await exists(paths.cert)) || !(await exists(paths.key))) {
-    const { cert, key } = generateCertificate();
+    const { cert, key } = await generateCertificate();
     await writeFile(paths.key, key, { mode: 0o600 });
     await writeFile(paths.cert, cert, { mode: 0o644 });
   }

@@ -77,7 +77,7 @@ export async function readTlsPair(files: TlsFiles, notice: (message: string) => 
     throw new StartupError(`the TLS key ${files.key} cannot be read (${reason(error)}); ${fix}`);
   }
   if (!cert && !key && files.own) {
-    const pair = generateCertificate();
+    const pair = await generateCertificate();
     await writeFile(files.key, pair.key, { mode: 0o600 });
     await writeFile(files.cert, pair.cert, { mode: 0o644 });
     notice(`${files.cert} and ${files.key} were missing: made a new self-signed pair (clients that trusted the old certificate need this one)`);

@@ -1,12 +1,13 @@
 // The daemon's self-signed certificate for localhost (SAN: localhost, 127.0.0.1, ::1).
-import selfsigned from 'selfsigned';
 
 export interface KeyPair {
   cert: string;
   key: string;
 }
 
-export function generateCertificate(days = 825): KeyPair {
+/** A new self-signed pair; selfsigned (and node-forge) load only when a pair is made. */
+export async function generateCertificate(days = 825): Promise<KeyPair> {
+  const { default: selfsigned } = await import('selfsigned');
   const attrs = [{ name: 'commonName', value: 'panelctl localhost' }];
   const pems = selfsigned.generate(attrs, {
     keySize: 2048,

@@ -30,7 +30,7 @@ describe('panelctl login, logout, whoami, keys and 2fa against the daemon', () =
     expect(wrong.stderr).toContain('email or password is wrong');
     await expect(stat(join(cli.configDir, 'config.json'))).rejects.toThrow();
     const other = join(cli.configDir, 'other-ca.pem');
-    await writeFile(other, generateCertificate(1).cert);
+    await writeFile(other, (await generateCertificate(1)).cert);
     const untrusted = await cli.run(['--ca', other, 'login', '--email', ADMIN_EMAIL, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(untrusted.code).toBe(1);
     expect(untrusted.stderr).toMatch(/TLS certificate of https:\/\/127\.0\.0\.1:\d+ not trusted \([A-Z_]+\): pass the daemon's certificate with --ca FILE/);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { runInProcess } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { createMigratedDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { cliSession, currentStep, totp, type CliRunner, type CliSession } from './helpers.js';
 
 /** Wrong logins from the test's address (127.0.0.1) until the daemon (or app) locks it. */
@@ -133,7 +133,7 @@ describe.skipIf(!adminUrl)('panelctl admin unlock --database-url', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await buildTestApp({ databaseUrl: await createDatabase(adminUrl!, 'panelctl_unlock'), settings: { rate_limit_mode: 'lockout' } });
+    t = await buildTestApp({ databaseUrl: await createMigratedDatabase(adminUrl!, 'panelctl_unlock'), settings: { rate_limit_mode: 'lockout' } });
   });
   afterAll(async () => {
     await t?.close();

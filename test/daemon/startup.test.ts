@@ -91,7 +91,7 @@ describe('start-up with a damaged data directory', () => {
       await rm(join(d, 'tls'), { recursive: true });
       // A different pair's key, of the kind init makes.
       await cp(join(other, 'tls'), join(d, 'tls'), { recursive: true });
-      await writeFile(join(d, 'tls', 'key.pem'), generateCertificate().key, { mode: 0o600 });
+      await writeFile(join(d, 'tls', 'key.pem'), (await generateCertificate()).key, { mode: 0o600 });
     });
     const result = await start(dir);
     expect(result.code).toBe(1);

@@ -14,7 +14,7 @@ import type { Store } from '../../src/store/store.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { TEST_STORE } from '../helpers/daemon.js';
 import { FakeSender, insertUser, startDispatcherHarness, type DispatcherHarness, type SentRequest } from '../helpers/dispatcher-harness.js';
-import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { createMigratedDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 
 const WAIT = { timeout: 20_000, interval: 5 };
 
@@ -110,7 +110,7 @@ describe('rate_limit_per_second through the API', () => {
 /** Two dispatchers on one PostgreSQL database, each with its own store handle and sender, one clock. */
 async function twoDispatchers() {
   const { url } = pgAdminUrl();
-  const databaseUrl = await createDatabase(url!, 'panelctl_rates');
+  const databaseUrl = await createMigratedDatabase(url!, 'panelctl_rates');
   const dirs = [await mkdtemp(join(tmpdir(), 'panelctl-rates-')), await mkdtemp(join(tmpdir(), 'panelctl-rates-'))];
   const stores: Store[] = [];
   for (const dir of dirs) stores.push(await openStore({ dataDir: dir, databaseUrl, create: true }));

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { createDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { createMigratedDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
@@ -64,7 +64,7 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
   beforeAll(async () => {
     tls = await makeReceiverTls();
     receiver = await startReceiver(tls);
-    databaseUrl = await createDatabase(adminUrl!, 'panelctl_two');
+    databaseUrl = await createMigratedDatabase(adminUrl!, 'panelctl_two');
     const dirs = [await makeDataDir(), await makeDataDir()];
     await initDataDir(dirs[0], ADMIN_PASSWORD, databaseUrl);
     const env = { NODE_EXTRA_CA_CERTS: tls.caFile, PANELCTL_CLAIM_LEASE_MS: String(LEASE_MS) };

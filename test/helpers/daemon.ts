@@ -1,13 +1,15 @@
 // A real daemon for tests: the built CLI's `daemon start --foreground` as a child process,
 // on a free port (--port 0), in a temporary data directory, spoken to over verified HTTPS.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
 import { BIN, runCli } from './cli.js';
-import { createDatabase, pgAdminUrl } from './postgres-db.js';
+import { createMigratedDatabase, pgAdminUrl } from './postgres-db.js';
 import { track } from './processes.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, templates } from './templates.js';
 
 /**
  * The store the daemons of this run use: `PANELCTL_TEST_STORE=postgres` (the `postgres` test
@@ -24,7 +26,7 @@ export async function testDatabaseFor(dataDir: string): Promise<string | undefin
   if (!url) {
     const { url: adminUrl, reason } = pgAdminUrl();
     if (!adminUrl) throw new Error(`PANELCTL_TEST_STORE=postgres but no PostgreSQL: ${reason}`);
-    url = await createDatabase(adminUrl, 'panelctl_daemon');
+    url = await createMigratedDatabase(adminUrl, 'panelctl_daemon');
     databases.set(dataDir, url);
   }
   return url;
@@ -35,8 +37,7 @@ export function markInitialised(url: string): void {
   initialisedDatabases.add(url);
 }
 
-export const ADMIN_EMAIL = 'admin@localhost';
-export const ADMIN_PASSWORD = 'admin-password-1';
+export { ADMIN_EMAIL, ADMIN_PASSWORD };
 
 export interface HttpResult<T = any> {
   status: number;
@@ -88,8 +89,22 @@ export async function makeDataDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'panelctl-test-'));
 }
 
+/**
+ * Initialises a data directory as `panelctl init` does. With the run's template (see
+ * templates.ts) its TLS pair is copied first, which init keeps; a JSON store for the test
+ * admin is the template's copy, with a JWT secret of its own.
+ */
 export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD, databaseUrl?: string): Promise<void> {
   const url = databaseUrl ?? (await testDatabaseFor(dataDir));
+  const template = templates()?.dataDir;
+  if (template) {
+    if (!url && password === ADMIN_PASSWORD) {
+      await cp(template, dataDir, { recursive: true });
+      await writeFile(join(dataDir, 'jwt-secret'), randomBytes(48).toString('base64url'), { mode: 0o600 });
+      return;
+    }
+    await cp(join(template, 'tls'), join(dataDir, 'tls'), { recursive: true });
+  }
   const result = await runCli(['init', '--data-dir', dataDir, '--password-stdin', ...(url ? ['--database-url', url] : [])], { input: `${password}\n` });
   if (result.code !== 0) throw new Error(`init failed: ${result.stderr}`);
   if (url) initialisedDatabases.add(url);

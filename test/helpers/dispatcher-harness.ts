@@ -13,7 +13,7 @@ import { openStore } from '../../src/store/factory.js';
 import type { Store } from '../../src/store/store.js';
 import type { DeliveryLogEntry, DeliveryRecord, WebhookRecord } from '../../src/store/types.js';
 import { TEST_STORE } from './daemon.js';
-import { createDatabase, pgAdminUrl } from './postgres-db.js';
+import { createMigratedDatabase, pgAdminUrl } from './postgres-db.js';
 
 /** A request the fake sender received. */
 export interface SentRequest {
@@ -148,7 +148,7 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
   if (TEST_STORE === 'postgres') {
     const { url, reason } = pgAdminUrl();
     if (!url) throw new Error(`PANELCTL_TEST_STORE=postgres but no PostgreSQL: ${reason}`);
-    databaseUrl = await createDatabase(url, 'panelctl_dispatcher');
+    databaseUrl = await createMigratedDatabase(url, 'panelctl_dispatcher');
   }
   const store = await openStore({ dataDir: dir, databaseUrl, create: true });
   let clock = Date.now();

@@ -1,9 +1,15 @@
 // For test files: the admin URL of this run's PostgreSQL cluster (started by
 // postgres-global-setup.ts), or why there is none; and a fresh database per caller.
 import { inject } from 'vitest';
-import { PG_ADMIN_URL_ENV, PG_SKIP_REASON_ENV } from './postgres.js';
+import { createDatabase, PG_ADMIN_URL_ENV, PG_SKIP_REASON_ENV } from './postgres.js';
+import { templates } from './templates.js';
 
-export { createDatabase } from './postgres.js';
+export { createDatabase };
+
+/** A fresh database holding the store's schema and nothing else (a copy of the run's migrated one when there is one). */
+export function createMigratedDatabase(adminUrl: string, prefix: string): Promise<string> {
+  return createDatabase(adminUrl, prefix, templates()?.migratedDatabase);
+}
 
 declare module 'vitest' {
   export interface ProvidedContext {

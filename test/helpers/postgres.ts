@@ -131,13 +131,17 @@ export async function socketUrlOf(url: string): Promise<string> {
 
 let databases = 0;
 
-/** Creates an empty database on the cluster and answers its URL. */
-export async function createDatabase(adminUrl: string, prefix = 'panelctl_test'): Promise<string> {
+/**
+ * Creates a database on the cluster and answers its URL: empty, or with `template` a copy of
+ * that database (e.g. the run's migrated one, see test/helpers/templates.ts), which no
+ * connection may hold open meanwhile.
+ */
+export async function createDatabase(adminUrl: string, prefix = 'panelctl_test', template?: string | null): Promise<string> {
   const name = `${prefix}_${process.pid}_${Date.now().toString(36)}_${++databases}`.toLowerCase();
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE "${name}"`);
+    await client.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`);
   } finally {
     await client.end();
   }

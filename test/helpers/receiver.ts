@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCertificate } from '../../src/daemon/tls.js';
+import { templates } from './templates.js';
 
 export interface ReceiverTls {
   cert: string;
@@ -21,7 +22,7 @@ export interface ReceiverTls {
 /** Creates the receivers' certificate and its CA file. */
 export async function makeReceiverTls(): Promise<ReceiverTls> {
   // The same kind of certificate the daemon makes for itself (localhost, 127.0.0.1, ::1).
-  const pems = generateCertificate(2);
+  const pems = templates()?.receiver ?? (await generateCertificate(2));
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-receiver-'));
   const caFile = join(dir, 'ca.pem');
   await writeFile(caFile, pems.cert);

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import writeFileAtomic from 'write-file-atomic';
 
 export interface Mail {
@@ -40,22 +40,31 @@ export function mailConfigFromEnv(env: NodeJS.ProcessEnv, mailDir: string): Mail
   };
 }
 
+/**
+ * A transporter made at the first message (most daemons never send one, and nodemailer is
+ * large to load): `options` as nodemailer's createTransport takes them.
+ */
+function lazyTransport(options: string | object): () => Promise<Transporter> {
+  let transporter: Promise<Transporter> | null = null;
+  return () => (transporter ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options)));
+}
+
 export function createMailer(config: MailConfig): Mailer {
   if (config.smtpUrl) {
-    const transporter: Transporter = nodemailer.createTransport(config.smtpUrl);
+    const transporter = lazyTransport(config.smtpUrl);
     return {
       transport: 'smtp',
       async send(mail) {
-        await transporter.sendMail({ from: config.from, ...mail });
+        await (await transporter()).sendMail({ from: config.from, ...mail });
       },
     };
   }
   // The stream transport renders the full RFC 5322 message without sending it anywhere.
-  const renderer: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const renderer = lazyTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     transport: 'file',
     async send(mail) {
-      const info = await renderer.sendMail({ from: config.from, ...mail });
+      const info = await (await renderer()).sendMail({ from: config.from, ...mail });
       await mkdir(config.mailDir, { recursive: true, mode: 0o700 });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       const file = join(config.mailDir, `${stamp}-${randomBytes(4).toString('hex')}.eml`);

@@ -69,12 +69,30 @@ function strictIntegers(fields: IntegerField[], validate: Validator): Validator 
   return check;
 }
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  if (httpPart === 'body') return bodyAjv.compile(schema as object);
+function compileValidator(schema: unknown, httpPart: string | undefined): Validator {
+  if (httpPart === 'body') return bodyAjv.compile(schema as object) as Validator;
   const validate = partsAjv.compile(schema as object) as Validator;
   if (httpPart !== 'params' && httpPart !== 'querystring') return validate;
   const fields = integerFields(schema);
   return fields.length === 0 ? validate : strictIntegers(fields, validate);
+}
+
+/**
+ * Each route's validators are compiled when a request first needs them, not when the route is
+ * added, so a daemon starts without compiling the schemas of routes it may never serve.
+ */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  let compiled: Validator | null = null;
+  const check: Validator = (data, context) => {
+    compiled ??= compileValidator(schema, httpPart);
+    const valid = compiled(data, context);
+    check.errors = compiled.errors;
+    return valid;
+  };
+  // Fastify passes the parent object (so coerced values land on the request) only to validators
+  // with a schemaEnv, which every ajv validator has; the context reaches the compiled one as is.
+  check.schemaEnv = true;
+  return check;
 };
 
 /** Rules whose failure means the request was malformed (400) rather than well-formed but invalid (422). */

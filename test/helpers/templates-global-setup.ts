@@ -1,0 +1,32 @@
+// vitest globalSetup (after postgres-global-setup.ts): what many tests would otherwise each make
+// again, made once per run. An initialised data directory (`panelctl init` with the test admin's
+// password), which test/helpers/daemon.ts copies for each daemon (with a JWT secret of its own);
+// a migrated, empty database on the run's cluster, which createDatabase({ migrated: true })
+// copies; and the receivers' certificate (receiver.ts). Making a TLS key, hashing the admin's
+// password and running the migrations were most of the CPU a test daemon's set-up took.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateCertificate } from '../../src/daemon/tls.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { runCli } from './cli.js';
+import { createDatabase, PG_ADMIN_URL_ENV } from './postgres.js';
+import { ADMIN_PASSWORD, TEMPLATES_ENV, type Templates } from './templates.js';
+
+export default async function setup(): Promise<() => Promise<void>> {
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-templates-'));
+  const dataDir = join(dir, 'data');
+  const init = await runCli(['init', '--data-dir', dataDir, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+  if (init.code !== 0) throw new Error(`the template data directory could not be made: ${init.stderr}`);
+  let migratedDatabase: string | null = null;
+  const adminUrl = process.env[PG_ADMIN_URL_ENV];
+  if (adminUrl) {
+    const url = await createDatabase(adminUrl, 'panelctl_template');
+    await (await PostgresStore.open(url)).close();
+    migratedDatabase = new URL(url).pathname.slice(1);
+  }
+  const receiver = await generateCertificate(2);
+  const templates: Templates = { dataDir, migratedDatabase, receiver };
+  process.env[TEMPLATES_ENV] = JSON.stringify(templates);
+  return () => rm(dir, { recursive: true, force: true });
+}
