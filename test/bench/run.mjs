@@ -347,12 +347,18 @@ async function benchDispatch() {
     };
     try {
       for (let round = 0; round < rounds; round++) {
-        log(`dispatch: daemon (round ${round + 1})…`);
-        panels.push(await withCpu(() => dispatchRun(publisher, receiver)));
-        if (other) {
+        const panelRound = async () => {
+          log(`dispatch: daemon (round ${round + 1})…`);
+          panels.push(await withCpu(() => dispatchRun(publisher, receiver)));
+        };
+        const otherRound = async () => {
           log(`dispatch: the other build's daemon (round ${round + 1})…`);
           others.push(await withCpu(() => dispatchRun(otherPublisher, receiver), other.pid));
-        }
+        };
+        // With another build, which daemon goes first alternates, so neither always follows the raw round.
+        if (!other) await panelRound();
+        else if (round % 2 === 0) await panelRound().then(otherRound);
+        else await otherRound().then(panelRound);
         log(`dispatch: raw undici (round ${round + 1})…`);
         raws.push(await withCpu(() => rawRun(receiver, agent)));
         const [p, r] = [panels[round], raws[round]];
