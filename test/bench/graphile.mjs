@@ -62,69 +62,130 @@ function startWorker(url, ca) {
 /**
  * `events` events × `endpoints` endpoints per round, `rounds` alternating rounds (panelctl, then
  * graphile-worker; each warmed first with a quarter round). Ratios are medians of the rounds' ratios.
+ *
+ * BENCH_GRAPHILE_OTHER=DIR adds a third side: the daemon of the checkout built in DIR (its own
+ * bin/panelctl.js and dist/, its own database on the same cluster), measured in the same rounds,
+ * to tell whether a change of ratio comes from the daemon or from the bench. With
+ * BENCH_GRAPHILE_STATEMENTS=1 (the cluster loads pg_stat_statements) each side's statements and
+ * server execution time per delivery are counted too.
  */
 export async function benchGraphile(adminUrl, { events, endpoints, rounds, log = () => undefined, settings }) {
   const panelUrl = await socketUrlOf(await createDatabase(adminUrl, 'bench_gw_panel'));
   const workerUrl = await socketUrlOf(await createDatabase(adminUrl, 'bench_gw_worker'));
+  const otherRoot = process.env.BENCH_GRAPHILE_OTHER;
+  const otherUrl = otherRoot ? await socketUrlOf(await createDatabase(adminUrl, 'bench_gw_other')) : null;
+  const counting = process.env.BENCH_GRAPHILE_STATEMENTS === '1';
   const dir = await makePgDataDir(panelUrl);
+  const otherDir = otherRoot ? await makePgDataDir(otherUrl, join(otherRoot, 'bin/panelctl.js')) : null;
   const tls = await tlsOf(dir);
   const ca = join(dir, 'tls/cert.pem');
   const receiver = await startReceiver(tls);
   const daemon = await startDaemon(dir, { env: { PANELCTL_DATABASE_URL: panelUrl, NODE_EXTRA_CA_CERTS: ca } });
+  const other = otherRoot ? await startDaemon(otherDir, { env: { PANELCTL_DATABASE_URL: otherUrl, NODE_EXTRA_CA_CERTS: ca }, bin: join(otherRoot, 'bin/panelctl.js') }) : null;
   const { makeWorkerUtils } = await import('graphile-worker');
   const utils = await makeWorkerUtils({ connectionString: workerUrl });
+  const stats = new pg.Client({ connectionString: panelUrl });
+  await stats.connect();
   let worker = null;
   try {
+    if (counting) await stats.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     await utils.migrate();
     worker = await startWorker(workerUrl, ca);
     const postmaster = await postmasterPid(panelUrl);
-    const admin = await login(daemon.url, tls.cert);
-    await admin.call('PUT', '/admin/settings', settings);
-    for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
-    const publisher = admin.withToken((await admin.call('POST', '/auth/api-keys', { name: 'publisher' })).key);
+    const publisherOf = async (side, cert) => {
+      const admin = await login(side.url, cert);
+      await admin.call('PUT', '/admin/settings', settings);
+      for (let i = 0; i < endpoints; i++) await admin.call('POST', '/webhooks', { url: receiver.url, secret: `secret-${i}`, events: 'site.created' });
+      return admin.withToken((await admin.call('POST', '/auth/api-keys', { name: 'publisher' })).key);
+    };
+    const publisher = await publisherOf(daemon, tls.cert);
+    const otherPublisher = other ? await publisherOf(other, (await tlsOf(otherDir)).cert) : null;
     const data = (i) => ({ site_id: i + 1, domain: `e${i}.example.com` });
 
-    const measure = async (pid, count, publish) => {
+    /** Statements and server execution time (ms) in `database` since the last reset. */
+    const statements = async (url) => {
+      const database = decodeURIComponent(new URL(url).pathname.slice(1));
+      const { rows } = await stats.query(
+        'SELECT coalesce(sum(calls), 0)::float8 AS calls, coalesce(sum(total_exec_time), 0)::float8 AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)',
+        [database],
+      );
+      const top = await stats.query(
+        `SELECT calls::float8 AS calls, total_exec_time::float8 AS ms, rows::float8 AS rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY total_exec_time DESC LIMIT 8`,
+        [database],
+      );
+      return { ...rows[0], top: top.rows };
+    };
+    const measure = async (pid, url, count, publish) => {
       receiver.reset();
       const expected = count * endpoints;
+      if (counting) await stats.query('SELECT pg_stat_statements_reset()');
       const [cpu0, db0] = [await cpuSeconds(pid), await clusterCpu(postmaster)];
       const start = performance.now();
       const done = receiver.waitFor(expected);
       await pool(count, 32, publish);
       const seconds = ((await done) - start) / 1000;
       const [cpu1, db1] = [await cpuSeconds(pid), await clusterCpu(postmaster)];
-      return { rate: expected / seconds, cpuMs: ((cpu1 - cpu0) * 1000) / expected, dbCpuMs: ((db1 - db0) * 1000) / expected };
+      const result = { rate: expected / seconds, cpuMs: ((cpu1 - cpu0) * 1000) / expected, dbCpuMs: ((db1 - db0) * 1000) / expected };
+      if (counting) {
+        // A side's statements may go on a moment after its receiver's last answer (outcomes recorded).
+        await new Promise((r) => setTimeout(r, 200));
+        const s = await statements(url);
+        Object.assign(result, { statements: s.calls / expected, execMs: s.ms / expected });
+        // BENCH_GRAPHILE_STATEMENTS_TOP=1: each round's costliest statements, per delivery, on stderr.
+        if (process.env.BENCH_GRAPHILE_STATEMENTS_TOP === '1') {
+          for (const t of s.top) process.stderr.write(`  ${(t.calls / expected).toFixed(4)} calls ${((t.ms * 1000) / expected).toFixed(1)} µs ${(t.rows / expected).toFixed(2)} rows/delivery  ${t.query}\n`);
+        }
+      }
+      return result;
     };
-    const panelRound = (count) => measure(daemon.pid, count, (i) => publisher.call('POST', '/admin/events', { event: 'site.created', data: data(i) }));
+    const panelRound = (count) => measure(daemon.pid, panelUrl, count, (i) => publisher.call('POST', '/admin/events', { event: 'site.created', data: data(i) }));
+    const otherRound = (count) => measure(other.pid, otherUrl, count, (i) => otherPublisher.call('POST', '/admin/events', { event: 'site.created', data: data(i) }));
     const workerRound = (count) =>
-      measure(worker.pid, count, (i) =>
+      measure(worker.pid, workerUrl, count, (i) =>
         utils.addJobs(Array.from({ length: endpoints }, (_, e) => ({ identifier: 'deliver', payload: { url: receiver.url, secret: `secret-${e}`, event: 'site.created', data: data(i) } }))),
       );
 
     await panelRound(Math.ceil(events / 4));
+    if (other) await otherRound(Math.ceil(events / 4));
     await workerRound(Math.ceil(events / 4));
     const panel = [];
     const peer = [];
+    const older = [];
     for (let round = 0; round < rounds; round++) {
       log(`graphile: panelctl (round ${round + 1})…`);
       panel.push(await panelRound(events));
+      if (other) {
+        log(`graphile: panelctl, the other build (round ${round + 1})…`);
+        older.push(await otherRound(events));
+      }
       log(`graphile: graphile-worker (round ${round + 1})…`);
       peer.push(await workerRound(events));
-      log(`graphile round ${round + 1}: panelctl ${Math.round(panel.at(-1).rate)}/s, graphile-worker ${Math.round(peer.at(-1).rate)}/s`);
+      log(
+        `graphile round ${round + 1}: panelctl ${Math.round(panel.at(-1).rate)}/s${other ? `, other build ${Math.round(older.at(-1).rate)}/s` : ''}, graphile-worker ${Math.round(peer.at(-1).rate)}/s` +
+          (counting ? ` (statements per delivery ${panel.at(-1).statements.toFixed(2)}${other ? ` / ${older.at(-1).statements.toFixed(2)}` : ''} / ${peer.at(-1).statements.toFixed(2)})` : ''),
+      );
     }
     const ratios = (key, a, b) => {
       const values = a.map((r, i) => r[key] / b[i][key]);
       return { ratio: median(values), range: [Math.min(...values), Math.max(...values)] };
     };
+    const summary = (side) => ({
+      rate: median(side.map((r) => r.rate)),
+      cpuMs: median(side.map((r) => r.cpuMs)),
+      dbCpuMs: median(side.map((r) => r.dbCpuMs)),
+      ...(counting ? { statements: median(side.map((r) => r.statements)), execMs: median(side.map((r) => r.execMs)) } : {}),
+    });
     return {
       events,
       endpoints,
-      panel: { rate: median(panel.map((r) => r.rate)), cpuMs: median(panel.map((r) => r.cpuMs)), dbCpuMs: median(panel.map((r) => r.dbCpuMs)) },
-      peer: { rate: median(peer.map((r) => r.rate)), cpuMs: median(peer.map((r) => r.cpuMs)), dbCpuMs: median(peer.map((r) => r.dbCpuMs)) },
+      panel: summary(panel),
+      peer: summary(peer),
       rate: ratios('rate', panel, peer),
       cpu: ratios('cpuMs', panel, peer),
       dbCpu: ratios('dbCpuMs', panel, peer),
       rounds: panel.map((r, i) => [r.rate, peer[i].rate]),
+      ...(other ? { other: { root: otherRoot, ...summary(older), rate: ratios('rate', older, peer), vsPanel: ratios('rate', older, panel) } } : {}),
     };
   } finally {
     if (worker) {
@@ -133,8 +194,11 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
       await new Promise((r) => (worker.proc.exitCode !== null ? r() : worker.proc.once('exit', r)));
     }
     await utils.release();
+    await stats.end();
+    if (other) await stopDaemon(other);
     await stopDaemon(daemon);
     await receiver.close();
     await rm(dir, { recursive: true, force: true });
+    if (otherDir) await rm(otherDir, { recursive: true, force: true });
   }
 }

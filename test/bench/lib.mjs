@@ -28,12 +28,13 @@ export async function tlsOf(dataDir) {
 }
 
 /** Starts `panelctl daemon start --foreground` and resolves once daemon.json names its URL. */
-export async function startDaemon(dataDir, { env = {}, args = [] } = {}) {
+/** `bin`: another build's bin/panelctl.js (comparing builds in one run). */
+export async function startDaemon(dataDir, { env = {}, args = [], bin = BIN } = {}) {
   // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of each daemon there (for finding hot spots).
   const prof = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
   // BENCH_DAEMON_FLAGS="--flag ..." passes further node flags to each daemon (e.g. --trace-deopt).
   if (process.env.BENCH_DAEMON_FLAGS) prof.push(...process.env.BENCH_DAEMON_FLAGS.split(' ').filter(Boolean));
-  const proc = spawn(process.execPath, [...prof, BIN, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', '0', '--log-level', 'error', '--allow-private-webhooks', ...args], {
+  const proc = spawn(process.execPath, [...prof, bin, 'daemon', 'start', '--foreground', '--data-dir', dataDir, '--port', '0', '--log-level', 'error', '--allow-private-webhooks', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -13,10 +13,10 @@ import { createDatabase, findPgBin, socketUrlOf, startCluster } from '../helpers
 import { ADMIN_PASSWORD, BIN, ROOT, cpuSeconds, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
 
-/** A data directory initialised on `url` (schema and first admin in the database). */
-export async function makePgDataDir(url) {
+/** A data directory initialised on `url` (schema and first admin in the database) by the build of `bin`. */
+export async function makePgDataDir(url, bin = BIN) {
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-bench-'));
-  const result = spawnSync(process.execPath, [BIN, 'init', '--data-dir', dir, '--database-url', url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+  const result = spawnSync(process.execPath, [bin, 'init', '--data-dir', dir, '--database-url', url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
   if (result.status !== 0) throw new Error(`init --database-url failed: ${result.stderr}`);
   return dir;
 }

@@ -3,7 +3,7 @@
 // Not part of `npm test`. Loopback only.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { writeFile, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, writeFile, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -301,39 +301,69 @@ async function createEndpoints(admin, url, count, events = 'site.created') {
 // Besides the rates, each round's CPU time is taken: the daemon's (publishing and delivering)
 // and this process's (the receiver, and in the raw rounds the sender too), per delivery, so a
 // change can be judged on the work it removes rather than on the noisy wall clock alone.
-// BENCH_DISPATCH_ROUNDS sets the rounds (default 3, 1 with --quick).
+// BENCH_DISPATCH_ROUNDS sets the rounds (default 3, 1 with --quick). BENCH_DISPATCH_OTHER=DIR adds
+// the daemon of the checkout built in DIR (its own data directory, the same receiver) to each
+// round, to compare two builds in one run.
 async function benchDispatch() {
   const dataDir = await makeDataDir();
   const tls = await tlsOf(dataDir);
   const receiver = await startReceiver(tls);
   const daemon = await startDaemon(dataDir, { env: { NODE_EXTRA_CA_CERTS: join(dataDir, 'tls/cert.pem') } });
   const rounds = Number(process.env.BENCH_DISPATCH_ROUNDS ?? (QUICK ? 1 : 3));
+  const otherRoot = process.env.BENCH_DISPATCH_OTHER;
+  let other = null;
+  let otherDir = null;
   try {
     const admin = await login(daemon.url, tls.cert);
     await admin.call('PUT', '/admin/settings', BENCH_SETTINGS);
     await createEndpoints(admin, receiver.url, ENDPOINTS);
+    let otherPublisher = null;
+    if (otherRoot) {
+      const otherBin = join(otherRoot, 'bin/panelctl.js');
+      otherDir = await mkdtemp(join(os.tmpdir(), 'panelctl-bench-'));
+      const init = spawnSync(process.execPath, [otherBin, 'init', '--data-dir', otherDir, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+      if (init.status !== 0) throw new Error(`init (other build) failed: ${init.stderr}`);
+      // The receiver's certificate is this daemon's: the other daemon trusts it too.
+      other = await startDaemon(otherDir, { env: { NODE_EXTRA_CA_CERTS: join(dataDir, 'tls/cert.pem') }, bin: otherBin });
+      const otherAdmin = await login(other.url, (await tlsOf(otherDir)).cert);
+      await otherAdmin.call('PUT', '/admin/settings', BENCH_SETTINGS);
+      await createEndpoints(otherAdmin, receiver.url, ENDPOINTS);
+      otherPublisher = await makePublisher(otherAdmin);
+    }
     // Alternating rounds, as for the API: the ratio is the median of the rounds' ratios.
     const panels = [];
     const raws = [];
+    const others = [];
     const agent = new Agent({ connect: { ca: tls.cert }, connections: 64 });
     const publisher = await makePublisher(admin);
     /** `run` with the CPU it cost the daemon and this process, in µs per delivery. */
-    const withCpu = async (run) => {
-      const daemonBefore = await cpuSeconds(daemon.pid);
+    const withCpu = async (run, pid = daemon.pid) => {
+      const daemonBefore = await cpuSeconds(pid);
       const selfBefore = process.cpuUsage();
       const result = await run();
       const self = process.cpuUsage(selfBefore);
-      const daemonCpu = (await cpuSeconds(daemon.pid)) - daemonBefore;
+      const daemonCpu = (await cpuSeconds(pid)) - daemonBefore;
       return { ...result, daemonCpuUs: (daemonCpu * 1e6) / result.deliveries, benchCpuUs: (self.user + self.system) / result.deliveries };
     };
     try {
       for (let round = 0; round < rounds; round++) {
-        log(`dispatch: daemon (round ${round + 1})…`);
-        panels.push(await withCpu(() => dispatchRun(publisher, receiver)));
+        const panelRound = async () => {
+          log(`dispatch: daemon (round ${round + 1})…`);
+          panels.push(await withCpu(() => dispatchRun(publisher, receiver)));
+        };
+        const otherRound = async () => {
+          log(`dispatch: the other build's daemon (round ${round + 1})…`);
+          others.push(await withCpu(() => dispatchRun(otherPublisher, receiver), other.pid));
+        };
+        // With another build, which daemon goes first alternates, so neither always follows the raw round.
+        if (!other) await panelRound();
+        else if (round % 2 === 0) await panelRound().then(otherRound);
+        else await otherRound().then(panelRound);
         log(`dispatch: raw undici (round ${round + 1})…`);
         raws.push(await withCpu(() => rawRun(receiver, agent)));
         const [p, r] = [panels[round], raws[round]];
         log(`  round ${round + 1}: ${Math.round(p.rate)} vs ${Math.round(r.rate)} deliveries/s (${(p.rate / r.rate).toFixed(2)}); CPU µs a delivery: daemon ${p.daemonCpuUs.toFixed(0)} + receiver/publisher ${p.benchCpuUs.toFixed(0)}, raw sender+receiver ${r.benchCpuUs.toFixed(0)}`);
+        if (other) log(`    other build: ${Math.round(others[round].rate)} deliveries/s (${(others[round].rate / r.rate).toFixed(2)}); daemon CPU µs a delivery ${others[round].daemonCpuUs.toFixed(0)}`);
       }
     } finally {
       await agent.close();
@@ -350,8 +380,20 @@ async function benchDispatch() {
       panelMedianRate: median(panels.map((p) => p.rate)),
       daemonCpuUs: median(panels.map((p) => p.daemonCpuUs)),
       rawCpuUs: median(raws.map((r) => r.benchCpuUs)),
+      ...(other
+        ? {
+            other: {
+              root: otherRoot,
+              ratio: median(others.map((o, i) => o.rate / raws[i].rate)),
+              vsPanel: median(others.map((o, i) => o.rate / panels[i].rate)),
+              daemonCpuUs: median(others.map((o) => o.daemonCpuUs)),
+            },
+          }
+        : {}),
     };
   } finally {
+    if (other) await stopDaemon(other);
+    if (otherDir) await rm(otherDir, { recursive: true, force: true });
     await stopDaemon(daemon);
     await receiver.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -839,7 +881,11 @@ await stage('postgres', async () =>
   }))),
 );
 await stage('pgWrites', async () => (results.pgWrites = await benchWritesVsPool({ seconds: QUICK ? 6 : 20, rounds: QUICK ? 3 : 7, log, settings: BENCH_SETTINGS })));
-await stage('graphile', async () => (results.graphile = await withCluster((adminUrl) => benchGraphile(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: QUICK ? 1 : 5, log, settings: BENCH_SETTINGS }))));
+await stage('graphile', async () =>
+  (results.graphile = await withCluster(
+    (adminUrl) => benchGraphile(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: Number(process.env.BENCH_GRAPHILE_ROUNDS ?? (QUICK ? 1 : 5)), log, settings: BENCH_SETTINGS }),
+    process.env.BENCH_GRAPHILE_STATEMENTS === '1' ? '-c shared_preload_libraries=pg_stat_statements' : '',
+  )));
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
 // Delivery logs on PostgreSQL and GET /webhooks?limit=100 with 10,000 endpoints (both stores).
 await stage('logs', async () =>

@@ -73,4 +73,38 @@ describe('the scheduler’s ready queues', () => {
     expect(s.drainReady().map((d) => d.id)).toEqual(['d4']);
     expect(s.readyCount).toBe(0);
   });
+
+  it('asks no claim for more than the fullest owner still claimed for has room for', () => {
+    // One owner with ten endpoints (8 at once each): its share (64 at once) binds, so it may hold 192.
+    const { s } = scheduler({});
+    const ownerWide = (id: number, endpointId: number) => delivery(id, endpointId, 7);
+    let next = 0;
+    const claimFor = (count: number) => Array.from({ length: count }, () => ownerWide(next, 1 + (next++ % 10)));
+    expect(s.hold(claimFor(100), null, 0)).toEqual([]);
+    const shape = s.nextClaim()!;
+    expect(shape.skipOwners).toEqual([]);
+    expect(shape.limit).toBe(92);
+    // What a claim of that size brings of that owner is held, none handed back.
+    expect(s.hold(claimFor(shape.limit), null, 0)).toEqual([]);
+  });
+
+  it("leaves a full owner's endpoints out of the claim by endpoint as well as by owner", () => {
+    const { s } = scheduler({});
+    // Owner 7 holds 130 over endpoints 1 to 6 (more than two shares of 64 held ahead): full.
+    const held = Array.from({ length: 130 }, (_, i) => delivery(i, 1 + (i % 6), 7));
+    expect(s.hold(held, null, 0)).toEqual([]);
+    s.hold([delivery(500, 9, 8)], null, 0);
+    const shape = s.nextClaim()!;
+    expect(shape.skipOwners).toEqual([7]);
+    // Owner 8's endpoint is still claimed for, within owner 8's room.
+    expect(shape.skipEndpoints).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(shape.limit).toBe(Math.min(256, 3 * 64 - 1));
+    // Once owner 7's deliveries are handed back, its endpoints are claimed for again.
+    s.drainReady();
+    s.hold([delivery(501, 9, 8)], null, 0);
+    s.announce();
+    const after = s.nextClaim()!;
+    expect(after.skipOwners).toEqual([]);
+    expect(after.skipEndpoints).toEqual([]);
+  });
 });

@@ -2,7 +2,7 @@
 // before it, and the parsed logs kept in memory stay within their byte budget while every log
 // is still served whole (from disk when it was dropped).
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -106,6 +106,40 @@ describe('JSON delivery logs in memory', () => {
       // Health stays known for every endpoint, kept in memory or not.
       const health = await log.health([...expected.keys()]);
       expect([...health.values()].every((h) => h !== null && h.attempts === 100)).toBe(true);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('keeps the newest entries in two segments on disk, at most twice the retention, and reads them back after a restart', async () => {
+    const dir = await tempDir();
+    let next = 1;
+    const host = { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+    const lineCount = async (name: string) => (await readFile(join(dir, name), 'utf8')).split('\n').filter(Boolean).length;
+    let log = await JsonDeliveryLog.open(dir, host);
+    const appended: DeliveryLogEntry[] = [];
+    try {
+      // One at a time and in batches, past two rotations.
+      for (let i = 0; i < 130; i++) appended.push(...(await log.append([entry(1, i)])));
+      for (let i = 0; i < 12; i++) appended.push(...(await log.append(Array.from({ length: 10 }, (_, j) => entry(1, 130 + i * 10 + j)))));
+    } finally {
+      await log.close();
+    }
+    expect((await readdir(dir)).sort()).toEqual(['1.jsonl', '1.old.jsonl']);
+    const onDisk = (await lineCount('1.old.jsonl')) + (await lineCount('1.jsonl'));
+    expect(onDisk).toBeGreaterThanOrEqual(100);
+    expect(onDisk).toBeLessThanOrEqual(200);
+    // A torn last line in the previous segment (a crash mid-append before its rotation) costs that line only.
+    await appendFile(join(dir, '1.old.jsonl'), '{"id":99999,"torn');
+    log = await JsonDeliveryLog.open(dir, host);
+    try {
+      expect(await log.list(1)).toEqual(appended.slice(-100).reverse());
+      // And appends go on into the current segment, the log served whole.
+      const [added] = await log.append([entry(1, 999)]);
+      expect(await log.list(1)).toEqual([added, ...appended.slice(-99).reverse()]);
+      // A removed endpoint leaves neither segment behind.
+      await log.removeEndpoint(1);
+      expect(await readdir(dir)).toEqual([]);
     } finally {
       await log.close();
     }

@@ -91,11 +91,16 @@ function logsAt(app: FastifyInstance, level: string): boolean {
   return typeof log.isLevelEnabled !== 'function' || log.isLevelEnabled(level);
 }
 
-async function maybeDisable(app: FastifyInstance, endpoint: WebhookRecord): Promise<void> {
+async function maybeDisable(app: FastifyInstance, attempted: WebhookRecord): Promise<void> {
   const limit = (await app.store.settings.get()).webhook_disable_after_failures ?? 0;
-  if (!limit || !endpoint.active || disabling.has(endpoint.id)) return;
-  disabling.add(endpoint.id);
+  if (!limit || disabling.has(attempted.id)) return;
+  disabling.add(attempted.id);
   try {
+    // Read again after the limit: a report that lags behind its attempt must count from the
+    // endpoint as it is now (a health reset made before the limit was set, or a deactivation),
+    // not as it was when the attempt was recorded.
+    const endpoint = await app.store.webhooks.get(attempted.id);
+    if (!endpoint?.active) return;
     const health = computeHealth(await app.store.deliveryLog.list(endpoint.id), endpoint.health_reset_at ?? null, app.clock(), policyOfRecord(endpoint).retryDelaysMs);
     if (health.consecutive_failures < limit) return;
     const now = new Date(app.clock()).toISOString();
@@ -125,7 +130,7 @@ async function maybeDisable(app: FastifyInstance, endpoint: WebhookRecord): Prom
       updated.user_id,
     );
   } finally {
-    disabling.delete(endpoint.id);
+    disabling.delete(attempted.id);
   }
 }
 

@@ -154,6 +154,8 @@ export class Scheduler<B> {
   readonly #runningByOwner = new Counts();
   /** Endpoints not `open` (see EndpointMode); absent means open. */
   readonly #probing = new Set<number>();
+  /** The owner of each endpoint with held deliveries (null: none recorded, no share applies). */
+  readonly #ownerOf = new Map<number, number | null>();
   /** Claims that found nothing, by their shape, until work is announced or falls due. */
   readonly #exhausted = new Set<string>();
   #announced = 0;
@@ -198,14 +200,27 @@ export class Scheduler<B> {
   /**
    * The next claim to make, or null: none while less than half the window over all endpoints is
    * free, and none of a shape that found nothing since the last announcement.
+   *
+   * An owner without room is left out by its endpoints as well as by its id: the store drops
+   * skipped endpoints before reading any delivery, while an owner's id is checked delivery by
+   * delivery, so a claim made while the only busy owner is full would walk that owner's whole
+   * backlog to find nothing. The claim asks for no more than the fullest owner still claimed
+   * for has room for: a claim does not know whose deliveries it brings, and every one beyond
+   * its owner's room is a lease written and handed back.
    */
   nextClaim(): ClaimShape | null {
     const room = AHEAD * this.#concurrency - this.#held.size;
     if (room < this.#concurrency / 2) return null;
-    const limit = Math.min(room, CLAIM_MOST);
+    let limit = Math.min(room, CLAIM_MOST);
     const skipOwners: number[] = [];
-    for (const owner of this.#heldByOwner.keys()) if (this.#heldByOwner.get(owner) > (AHEAD - 1) * this.#ownerShare) skipOwners.push(owner);
+    for (const owner of this.#heldByOwner.keys()) {
+      const held = this.#heldByOwner.get(owner);
+      if (held > (AHEAD - 1) * this.#ownerShare) skipOwners.push(owner);
+      else limit = Math.min(limit, AHEAD * this.#ownerShare - held);
+    }
     skipOwners.sort((a, b) => a - b);
+    const fullOwners = new Set(skipOwners);
+    const ownersSkipped = (endpointId: number) => fullOwners.size > 0 && fullOwners.has(this.#ownerOf.get(endpointId) ?? NaN);
     let idleProbes = false;
     for (const endpointId of this.#probing) if (this.#heldByEndpoint.get(endpointId) === 0) idleProbes = true;
     const candidates: ClaimShape[] = [];
@@ -218,6 +233,10 @@ export class Scheduler<B> {
     let perEndpoint = Infinity;
     for (const endpointId of this.#heldByEndpoint.keys()) {
       if (this.#probing.has(endpointId)) continue;
+      if (ownersSkipped(endpointId)) {
+        skipEndpoints.push(endpointId);
+        continue;
+      }
       const { maxInFlight, ratePerSecond } = this.#policyOf(endpointId);
       const window = this.#window(endpointId);
       const left = window - this.#heldByEndpoint.get(endpointId);
@@ -383,6 +402,7 @@ export class Scheduler<B> {
     if (queue) queue.push(held);
     else this.#ready.set(endpointId, [held]);
     this.#heldByEndpoint.add(held.delivery.endpoint_id, 1);
+    this.#ownerOf.set(endpointId, held.delivery.owner_id);
     if (held.delivery.owner_id !== null) this.#heldByOwner.add(held.delivery.owner_id, 1);
   }
 
@@ -409,6 +429,7 @@ export class Scheduler<B> {
     this.#unready(held);
     this.#held.delete(held.delivery.id);
     this.#heldByEndpoint.add(held.delivery.endpoint_id, -1);
+    if (this.#heldByEndpoint.get(held.delivery.endpoint_id) === 0) this.#ownerOf.delete(held.delivery.endpoint_id);
     if (held.delivery.owner_id !== null) this.#heldByOwner.add(held.delivery.owner_id, -1);
     if (held.state === 'running') {
       this.#running--;

@@ -1,8 +1,11 @@
 // Delivery logs, one JSON-lines file per endpoint under deliveries/. Entry ids come from the
 // store's counter (increasing integers, short enough to type). Recording an attempt
 // appends one line to that endpoint's file only, so its cost does not grow with the number
-// of endpoints. A file is cut back to the newest LOG_RETENTION entries once it holds twice
-// that. The kept entries of recently read logs are held parsed in memory and kept current by
+// of endpoints. Once an endpoint's file holds LOG_RETENTION entries it becomes the endpoint's
+// previous segment (<id>.old.jsonl, a rename over the one before) and a new file begins: the
+// two hold the newest LOG_RETENTION entries and at most twice that, and keeping them so costs a
+// rename, not a rewrite of the kept entries (a read, a write and two fsyncs per LOG_RETENTION
+// attempts, which competed with the journal's fsyncs for the disk). The kept entries of recently read logs are held parsed in memory and kept current by
 // appends, within a byte budget (least recently read logs are dropped first and read from disk
 // again when asked for); every log read or written keeps a small health summary (HealthWindow). At most
 // MAX_OPEN_FILES file handles stay open however many endpoints there are.
@@ -11,7 +14,7 @@ import { join } from 'node:path';
 import { LOG_RETENTION, type DeliveryLogQuery, type DeliveryLogRepository, type LogHealth } from '../store.js';
 import type { DeliveryLogEntry } from '../types.js';
 import { AppendLog } from './append-log.js';
-import { realFileOps, replaceFile, type FileOps } from './file-ops.js';
+import { realFileOps, type FileOps } from './file-ops.js';
 import { HealthWindow } from './log-health.js';
 
 const MAX_OPEN_FILES = 1024;
@@ -59,8 +62,10 @@ export interface DeliveryLogHost {
 
 export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #logs = new Map<number, AppendLog>();
+  /** Lines in each endpoint's current file (not its previous segment). */
   readonly #lineCounts = new Map<number, number>();
-  readonly #compacting = new Map<number, Promise<void>>();
+  /** Segment rotations under way: appends and reads of the endpoint wait for them. */
+  readonly #rotating = new Map<number, Promise<void>>();
   /** Endpoints whose log file handle may be open, least recently written first. */
   readonly #recent = new Map<number, AppendLog>();
   /** Endpoints removed in this process: a late attempt must not bring their file back. */
@@ -135,8 +140,8 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   async #appendOne(full: DeliveryLogEntry): Promise<void> {
     const endpointId = full.endpoint_id;
     if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
-    while (this.#compacting.has(endpointId)) await this.#compacting.get(endpointId);
-    // From here on synchronous up to the append, so a compaction cannot start in between.
+    while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
+    // From here on synchronous up to the append, so a rotation cannot start in between.
     if (this.#removed.has(endpointId)) return;
     const count = (this.#lineCounts.get(endpointId) ?? 0) + 1;
     this.#lineCounts.set(endpointId, count);
@@ -160,12 +165,14 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
       }
       this.#evict();
     }
-    if (count >= this.retention * 2 && !this.#compacting.has(endpointId)) {
-      // A failed compaction (a full disk) only leaves the file longer: the next one retries.
-      const job = this.#compact(endpointId)
+    // Not while the log is being read from its files: a rotation between the reads of its two
+    // files would hide a segment from that read. The next append rotates instead.
+    if (count >= this.retention && !this.#rotating.has(endpointId) && !this.#loading.has(endpointId)) {
+      // A failed rotation only leaves the file longer: the next append retries.
+      const job = this.#rotate(endpointId)
         .catch(() => undefined)
-        .finally(() => this.#compacting.delete(endpointId));
-      this.#compacting.set(endpointId, job);
+        .finally(() => this.#rotating.delete(endpointId));
+      this.#rotating.set(endpointId, job);
     }
     await written;
   }
@@ -226,12 +233,15 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
 
   async #load(endpointId: number): Promise<CachedLog> {
     for (let tries = 1; ; tries++) {
+      while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
       const version = this.#versions.get(endpointId) ?? 0;
       await this.#logs.get(endpointId)?.idle();
-      const text = await this.#text(endpointId);
+      // The previous segment, then the current file (each split on its own: a torn last line of
+      // one must not swallow the other's first).
+      const lines = [...(await this.#text(this.#oldPath(endpointId))).split('\n'), ...(await this.#text(this.#path(endpointId))).split('\n')];
       const entries: DeliveryLogEntry[] = [];
       const sizes: number[] = [];
-      for (const line of text.split('\n')) {
+      for (const line of lines) {
         if (!line) continue;
         try {
           entries.push(JSON.parse(line) as DeliveryLogEntry);
@@ -271,7 +281,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   async removeEndpoint(endpointId: number): Promise<void> {
     this.#removed.add(endpointId);
     this.#versions.set(endpointId, (this.#versions.get(endpointId) ?? 0) + 1);
-    await this.#compacting.get(endpointId);
+    await this.#rotating.get(endpointId);
     await this.#logs.get(endpointId)?.close();
     this.#logs.delete(endpointId);
     this.#recent.delete(endpointId);
@@ -283,15 +293,21 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
       this.#cachedBytes -= cached.bytes;
     }
     await rm(this.#path(endpointId), { force: true });
+    await rm(this.#oldPath(endpointId), { force: true });
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.#compacting.values());
+    await Promise.all(this.#rotating.values());
     await Promise.all([...this.#logs.values()].map((log) => log.close()));
   }
 
   #path(endpointId: number): string {
     return join(this.dir, `${endpointId}.jsonl`);
+  }
+
+  /** The endpoint's previous segment (see the header). */
+  #oldPath(endpointId: number): string {
+    return join(this.dir, `${endpointId}.old.jsonl`);
   }
 
   #log(endpointId: number): AppendLog {
@@ -321,7 +337,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   async #count(endpointId: number): Promise<number> {
     const known = this.#lineCounts.get(endpointId);
     if (known !== undefined) return known;
-    const text = await this.#text(endpointId);
+    const text = await this.#text(this.#path(endpointId));
     const complete = text.lastIndexOf('\n') + 1;
     if (complete < text.length && !this.#lineCounts.has(endpointId)) {
       await truncate(this.#path(endpointId), Buffer.byteLength(text.slice(0, complete)));
@@ -332,22 +348,26 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return this.#lineCounts.get(endpointId)!;
   }
 
-  async #text(endpointId: number): Promise<string> {
+  async #text(path: string): Promise<string> {
     try {
-      return await readFile(this.#path(endpointId), 'utf8');
+      return await readFile(path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
       throw error;
     }
   }
 
-  /** Cuts the file back to its newest entries, as text: no parsing on the delivery path. */
-  async #compact(endpointId: number): Promise<void> {
+  /**
+   * Makes the current file the previous segment and starts a new one. Unsynced, as the appends
+   * are: after a power loss the rename or the last lines may be missing, never a kept entry
+   * that was on disk before.
+   */
+  async #rotate(endpointId: number): Promise<void> {
     const log = this.#log(endpointId);
     await log.idle();
-    const keep = (await this.#text(endpointId)).split('\n').filter(Boolean).slice(-this.retention);
-    await replaceFile(this.ops, this.#path(endpointId), keep.join('\n') + '\n', 0o600);
+    await this.ops.rename(this.#path(endpointId), this.#oldPath(endpointId));
     await log.reopen();
-    this.#lineCounts.set(endpointId, keep.length);
+    this.#lineCounts.set(endpointId, 0);
   }
+
 }

@@ -211,10 +211,11 @@ async function readLogs(dir: string): Promise<DeliveryLogEntry[]> {
     throw new StoreCorruptError(dir, (error as Error).message);
   }
   const entries: DeliveryLogEntry[] = [];
-  for (const name of names.filter((n) => /^\d+\.jsonl$/.test(n))) {
-    const endpointId = Number(name.slice(0, -'.jsonl'.length));
+  // An endpoint's log is its file and, once that filled up, its previous segment (<id>.old.jsonl).
+  const endpointIds = new Set(names.flatMap((n) => /^(\d+)(?:\.old)?\.jsonl$/.exec(n)?.[1] ?? []));
+  for (const endpointId of [...endpointIds].map(Number)) {
     // The newest by id (a file's lines need not be in id order when a batch was appended at once).
-    const lines = (await readLines<DeliveryLogEntry>(join(dir, name)))
+    const lines = [...(await readLines<DeliveryLogEntry>(join(dir, `${endpointId}.old.jsonl`))), ...(await readLines<DeliveryLogEntry>(join(dir, `${endpointId}.jsonl`)))]
       .filter((e) => e && typeof e.id === 'number')
       .sort((a, b) => a.id - b.id);
     entries.push(...lines.slice(-LOG_RETENTION).map((e) => ({ ...e, endpoint_id: endpointId })));
