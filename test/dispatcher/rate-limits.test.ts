@@ -187,6 +187,31 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
     expect(peak).toBe(2);
   });
 
+  it('hold the default cap (8) over both for an endpoint that sets no max_in_flight: never more than 8 requests open to it', async () => {
+    const w = (world = await twoDispatchers());
+    const { id } = await w.endpoint({});
+    expect((await w.store.webhooks.get(id))?.max_in_flight).toBeUndefined();
+    const open = () => w.senders[0].held.size + w.senders[1].held.size;
+    let peak = 0;
+    for (const s of w.senders) {
+      s.handle(() => {
+        peak = Math.max(peak, open() + 1);
+        return 'hold';
+      });
+    }
+    // More than both dispatchers claim ahead at once (3 × 8 each), so each would hold some.
+    const events = 60;
+    for (let i = 0; i < events; i++) await w.publish(i);
+    for (let answered = 0; answered < events; answered++) {
+      await vi.waitFor(() => expect(open()).toBeGreaterThanOrEqual(Math.min(8, events - answered)), WAIT);
+      const [first] = [...w.senders[0].held, ...w.senders[1].held];
+      first.answer!({ status: 200 });
+    }
+    await vi.waitFor(() => expect(w.requests()).toHaveLength(events), WAIT);
+    expect(new Set(w.requests().map((r) => r.deliveryId)).size).toBe(events);
+    expect(peak).toBe(8);
+  });
+
   it("hands a capped endpoint to the other dispatcher when its holder stops, without waiting for the hold to end", async () => {
     const w = (world = await twoDispatchers());
     await w.endpoint({ max_in_flight: 1 });
