@@ -227,3 +227,45 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
     expect(w.senders[holder].requests).toHaveLength(1);
   });
 });
+
+describe.skipIf(TEST_STORE !== 'postgres')('endpoint holds on PostgreSQL (two store handles, claims at chosen times)', () => {
+  const LEASE = 10_000;
+  let stores: Store[] = [];
+  let dirs: string[] = [];
+  afterEach(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+    stores = [];
+    dirs = [];
+  });
+
+  it("keeps an endpoint on the default cap to its holder until a tenth of a lease after the holder's last claim, then hands it to another", async () => {
+    const { url } = pgAdminUrl();
+    const databaseUrl = await createDatabase(url!, 'panelctl_holds');
+    dirs = [await mkdtemp(join(tmpdir(), 'panelctl-holds-')), await mkdtemp(join(tmpdir(), 'panelctl-holds-'))];
+    for (const dir of dirs) stores.push(await openStore({ dataDir: dir, databaseUrl, create: true }));
+    const [a, b] = stores;
+    const t = Date.now();
+    const user = await insertUser(a, `holds-${process.pid}`, 'customer', t);
+    const stamp = new Date(t).toISOString();
+    await a.webhooks.insert({ user_id: user.id, url: 'https://receiver.test/held', secret: 's', events: '*', active: true, created_at: stamp, updated_at: stamp });
+    const events = new EventBus(a, () => t);
+    for (let i = 0; i < 10; i++) await events.publish({ event: 'site.created', data: { site_id: i, domain: `s${i}.example.org` }, owner_id: user.id });
+    const claim = (store: Store, owner: string, now: number) => store.outbox.claim({ owner, now, leaseMs: LEASE, limit: 2, perEndpoint: 2 });
+
+    // A takes the endpoint; B gets nothing of it while A's hold lasts, whatever A leased.
+    expect(await claim(a, 'daemon-a', t)).toHaveLength(2);
+    expect(await claim(b, 'daemon-b', t)).toHaveLength(0);
+    // A claims again within its hold (no write needed) and just before it would not cover the
+    // new leases (the hold is extended): the hold now ends at t + 2 s + a lease and a tenth.
+    expect(await claim(a, 'daemon-a', t + 500)).toHaveLength(2);
+    expect(await claim(a, 'daemon-a', t + 2_000)).toHaveLength(2);
+    // A stops claiming (it died). Its last leases end at t + 12 s; its hold a tenth of a lease later.
+    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE)).toHaveLength(0);
+    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE + LEASE / 10 - 1)).toHaveLength(0);
+    const taken = await claim(b, 'daemon-b', t + 2_000 + LEASE + LEASE / 10);
+    expect(taken).toHaveLength(2);
+    // Now B's: A, back, gets nothing of the endpoint.
+    expect(await claim(a, 'daemon-a', t + 2_000 + LEASE + LEASE / 10)).toHaveLength(0);
+  });
+});

@@ -82,6 +82,14 @@ const LOCK = (alias: string) => `CROSS JOIN LATERAL (SELECT 1 FROM deliveries x 
 export const RATE_HORIZON_MS = 2_000;
 
 /**
+ * A hold is written to last this part of a lease beyond the claim's leases, so the holder's
+ * next claims of the endpoint find it still covering their leases and only read it: one write
+ * per endpoint every tenth of a lease, not one per claim. A holder that dies keeps its
+ * endpoints that much longer than its leases at most.
+ */
+const HOLD_EXTRA_PER_LEASE = 10;
+
+/**
  * The claim's end, given `ranked` (candidates in due order as row address `t`, with their rank
  * in their endpoint's due order and `cap`, the most the claim takes of their endpoint): the
  * first $4 in due order with rank up to their cap are the claim as chosen, and are locked (SKIP
@@ -91,9 +99,10 @@ export const RATE_HORIZON_MS = 2_000;
  * are leased to $1 until $2 + $3.
  *
  * With `gate` (the locked endpoint_claims rows of the claimable endpoints, see CLAIM_SQL): the
- * hold of each endpoint with leased deliveries passes to $1 until the leases end, and a
- * rate-limited one's leased deliveries take the next turns of its schedule, one every
- * 1000 / rate ms from `base`; each answers its turn as `send_at` (null: no rate).
+ * hold of each endpoint with leased deliveries passes to $1 until a little after the leases end
+ * (HOLD_EXTRA_PER_LEASE), and a rate-limited one's leased deliveries take the next turns of its
+ * schedule, one every 1000 / rate ms from `base`; each answers its turn as `send_at` (null: no
+ * rate).
  */
 const LEASE_RANKED = (gated: boolean) => /* sql */ `
 chosen AS MATERIALIZED (
@@ -123,7 +132,7 @@ chosen AS MATERIALIZED (
         UNION ALL SELECT t, id, endpoint_id, next_attempt_at, created_at FROM filled) l
 ), held AS (
   UPDATE endpoint_claims c
-  SET holder = $1, holder_until = $2 + $3,
+  SET holder = $1, holder_until = $2 + $3 + $3 / ${HOLD_EXTRA_PER_LEASE},
       next_send_at = CASE WHEN g.rate IS NULL THEN c.next_send_at ELSE g.base + n.count * 1000.0 / g.rate END
   FROM gate g JOIN (SELECT endpoint_id, count(*) AS count FROM leased GROUP BY endpoint_id) n ON n.endpoint_id = g.endpoint_id
   WHERE c.endpoint_id = g.endpoint_id
@@ -150,13 +159,16 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * those, the first 3 × $4 in due order, as row addresses: enough for the claim and for what two
  * other claimers at once may hold. LEASE_RANKED then locks and leases them.
  *
- * Every endpoint's endpoint_claims row is locked first (SKIP LOCKED: one another claim is
- * working on is left to it this time) and read as locked, the newest committed version: an
- * endpoint another daemon holds (its hold has not ended) is left out, so only one daemon at a
- * time makes its attempts and its cap, its own `max_in_flight` or the default, holds over all
- * of them. An endpoint's share of the claim is $5, except that a rate-limited one takes only the
- * turns of its schedule that fall within RATE_HORIZON_MS from now, so every daemon's claims
- * together follow one schedule.
+ * Every endpoint is held by one daemon at a time (endpoint_claims), so its cap, its own
+ * `max_in_flight` or the default, holds over every daemon: an endpoint another daemon holds (its
+ * hold has not ended) is left out. An endpoint's row is locked (SKIP LOCKED: one another claim
+ * is working on is left to it this time) and read as locked, the newest committed version, when
+ * the claim may take the hold or must extend it, or the endpoint has a rate; one $1 holds
+ * beyond this claim's leases is only read (`kept`): no other daemon writes a hold that has not
+ * ended, and one daemon's claims come one after another, so the read is its newest version.
+ * An endpoint's share of the claim is $5, except that a rate-limited one takes only the turns
+ * of its schedule that fall within RATE_HORIZON_MS from now, so every daemon's claims together
+ * follow one schedule.
  *
  * Row addresses rather than ids: a lookup by address is no index descent, and the server plans
  * the queue tables from statistics that lag their churn (an id join was planned as a scan of
@@ -172,9 +184,15 @@ WITH eps AS MATERIALIZED (
 ), gate AS MATERIALIZED (
   SELECT c.endpoint_id, e.rate, greatest(c.next_send_at, $2::float8) AS base
   FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
-  WHERE c.holder IS NULL OR c.holder = $1 OR c.holder_until <= $2
+  WHERE c.holder IS NULL OR c.holder_until <= $2
+     OR (c.holder = $1 AND (e.rate IS NOT NULL OR c.holder_until < $2 + $3))
   FOR UPDATE OF c SKIP LOCKED
+), kept AS (
+  SELECT c.endpoint_id FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
+  WHERE c.holder = $1 AND c.holder_until >= $2 + $3 AND e.rate IS NULL
 ), allowed AS MATERIALIZED (
+  SELECT k.endpoint_id, $5::int AS cap FROM kept k
+  UNION ALL
   SELECT g.endpoint_id,
          CASE WHEN g.rate IS NULL THEN $5::int
               ELSE least($5::int, greatest(ceil(($2 + ${RATE_HORIZON_MS} - g.base) * g.rate / 1000.0), 0))::int END AS cap
