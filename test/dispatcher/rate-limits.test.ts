@@ -239,7 +239,7 @@ describe.skipIf(TEST_STORE !== 'postgres')('endpoint holds on PostgreSQL (two st
     dirs = [];
   });
 
-  it("keeps an endpoint on the default cap to its holder until a tenth of a lease after the holder's last claim, then hands it to another", async () => {
+  it("keeps an endpoint on the default cap to its holder until its last claim's leases end, then hands it to another", async () => {
     const { url } = pgAdminUrl();
     const databaseUrl = await createDatabase(url!, 'panelctl_holds');
     dirs = [await mkdtemp(join(tmpdir(), 'panelctl-holds-')), await mkdtemp(join(tmpdir(), 'panelctl-holds-'))];
@@ -256,16 +256,16 @@ describe.skipIf(TEST_STORE !== 'postgres')('endpoint holds on PostgreSQL (two st
     // A takes the endpoint; B gets nothing of it while A's hold lasts, whatever A leased.
     expect(await claim(a, 'daemon-a', t)).toHaveLength(2);
     expect(await claim(b, 'daemon-b', t)).toHaveLength(0);
-    // A claims again within its hold (no write needed) and just before it would not cover the
-    // new leases (the hold is extended): the hold now ends at t + 2 s + a lease and a tenth.
+    // A claims again within its hold (the hold is only read: it ends within a tenth of a lease
+    // of the new leases) and later (the hold is extended to that claim's leases: t + 12 s).
     expect(await claim(a, 'daemon-a', t + 500)).toHaveLength(2);
     expect(await claim(a, 'daemon-a', t + 2_000)).toHaveLength(2);
-    // A stops claiming (it died). Its last leases end at t + 12 s; its hold a tenth of a lease later.
-    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE)).toHaveLength(0);
-    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE + LEASE / 10 - 1)).toHaveLength(0);
-    const taken = await claim(b, 'daemon-b', t + 2_000 + LEASE + LEASE / 10);
-    expect(taken).toHaveLength(2);
+    // A stops claiming (it died): its hold ends with its last leases, not earlier.
+    expect(await claim(b, 'daemon-b', t + LEASE + 500)).toHaveLength(0);
+    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE - 1)).toHaveLength(0);
+    // Then B takes the endpoint, A's expired leases included (the first of it in due order).
+    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE)).toHaveLength(2);
     // Now B's: A, back, gets nothing of the endpoint.
-    expect(await claim(a, 'daemon-a', t + 2_000 + LEASE + LEASE / 10)).toHaveLength(0);
+    expect(await claim(a, 'daemon-a', t + 2_000 + LEASE)).toHaveLength(0);
   });
 });

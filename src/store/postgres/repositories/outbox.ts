@@ -82,12 +82,14 @@ const LOCK = (alias: string) => `CROSS JOIN LATERAL (SELECT 1 FROM deliveries x 
 export const RATE_HORIZON_MS = 2_000;
 
 /**
- * A hold is written to last this part of a lease beyond the claim's leases, so the holder's
- * next claims of the endpoint find it still covering their leases and only read it: one write
- * per endpoint every tenth of a lease, not one per claim. A holder that dies keeps its
- * endpoints that much longer than its leases at most.
+ * The holder's claims rewrite its hold of an endpoint only once it would end more than this
+ * part of a lease before the claim's leases (it is written to end with them): one write per
+ * busy endpoint every tenth of a lease, not one per claim. The last tenth of a claim's leases
+ * may then outlast the hold, which never outlasts a lease; a delivery is started within half a
+ * lease of its claim (the dispatcher hands back what it held ready longer) and its attempt
+ * times out after 10 s, so with the default lease (60 s) it is over before the hold ends.
  */
-const HOLD_EXTRA_PER_LEASE = 10;
+const HOLD_SLACK_PER_LEASE = 10;
 
 /**
  * The claim's end, given `ranked` (candidates in due order as row address `t`, with their rank
@@ -98,11 +100,11 @@ const HOLD_EXTRA_PER_LEASE = 10;
  * order and stops at the limit, so a claim locks no more rows than it leases. The locked rows
  * are leased to $1 until $2 + $3.
  *
- * With `gate` (the locked endpoint_claims rows of the claimable endpoints, see CLAIM_SQL): the
- * hold of each endpoint with leased deliveries passes to $1 until a little after the leases end
- * (HOLD_EXTRA_PER_LEASE), and a rate-limited one's leased deliveries take the next turns of its
- * schedule, one every 1000 / rate ms from `base`; each answers its turn as `send_at` (null: no
- * rate).
+ * With `gate` (the locked endpoint_claims rows: endpoints whose hold the claim may take or must
+ * extend, and rate-limited ones; see CLAIM_SQL): the hold of each with leased deliveries passes
+ * to $1 until the leases end (see HOLD_SLACK_PER_LEASE), and a rate-limited one's
+ * leased deliveries take the next turns of its schedule, one every 1000 / rate ms from `base`;
+ * each answers its turn as `send_at` (null: no rate).
  */
 const LEASE_RANKED = (gated: boolean) => /* sql */ `
 chosen AS MATERIALIZED (
@@ -132,7 +134,7 @@ chosen AS MATERIALIZED (
         UNION ALL SELECT t, id, endpoint_id, next_attempt_at, created_at FROM filled) l
 ), held AS (
   UPDATE endpoint_claims c
-  SET holder = $1, holder_until = $2 + $3 + $3 / ${HOLD_EXTRA_PER_LEASE},
+  SET holder = $1, holder_until = $2 + $3,
       next_send_at = CASE WHEN g.rate IS NULL THEN c.next_send_at ELSE g.base + n.count * 1000.0 / g.rate END
   FROM gate g JOIN (SELECT endpoint_id, count(*) AS count FROM leased GROUP BY endpoint_id) n ON n.endpoint_id = g.endpoint_id
   WHERE c.endpoint_id = g.endpoint_id
@@ -164,8 +166,9 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * hold has not ended) is left out. An endpoint's row is locked (SKIP LOCKED: one another claim
  * is working on is left to it this time) and read as locked, the newest committed version, when
  * the claim may take the hold or must extend it, or the endpoint has a rate; one $1 holds
- * beyond this claim's leases is only read (`kept`): no other daemon writes a hold that has not
- * ended, and one daemon's claims come one after another, so the read is its newest version.
+ * until near this claim's leases' end is only read (`kept`, HOLD_SLACK_PER_LEASE): no other
+ * daemon writes a hold that has not ended, and one daemon's claims come one after another, so
+ * the read is its newest version.
  * An endpoint's share of the claim is $5, except that a rate-limited one takes only the turns
  * of its schedule that fall within RATE_HORIZON_MS from now, so every daemon's claims together
  * follow one schedule.
@@ -185,11 +188,11 @@ WITH eps AS MATERIALIZED (
   SELECT c.endpoint_id, e.rate, greatest(c.next_send_at, $2::float8) AS base
   FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
   WHERE c.holder IS NULL OR c.holder_until <= $2
-     OR (c.holder = $1 AND (e.rate IS NOT NULL OR c.holder_until < $2 + $3))
+     OR (c.holder = $1 AND (e.rate IS NOT NULL OR c.holder_until < $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE}))
   FOR UPDATE OF c SKIP LOCKED
 ), kept AS (
   SELECT c.endpoint_id FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
-  WHERE c.holder = $1 AND c.holder_until >= $2 + $3 AND e.rate IS NULL
+  WHERE c.holder = $1 AND c.holder_until > $2 AND c.holder_until >= $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE} AND e.rate IS NULL
 ), allowed AS MATERIALIZED (
   SELECT k.endpoint_id, $5::int AS cap FROM kept k
   UNION ALL
