@@ -165,13 +165,12 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * `max_in_flight` or the default, holds over every daemon: an endpoint another daemon holds (its
  * hold has not ended) is left out. An endpoint's row is locked (SKIP LOCKED: one another claim
  * is working on is left to it this time) and read as locked, the newest committed version, when
- * the claim may take the hold or must extend it, or the endpoint has a rate; one $1 holds
- * until near this claim's leases' end is only read (`kept`, HOLD_SLACK_PER_LEASE): no other
- * daemon writes a hold that has not ended, and one daemon's claims come one after another, so
- * the read is its newest version.
- * An endpoint's share of the claim is $5, except that a rate-limited one takes only the turns
- * of its schedule that fall within RATE_HORIZON_MS from now, so every daemon's claims together
- * follow one schedule.
+ * the claim may take the hold or must extend it, or the endpoint has a rate (`gate`). A hold of
+ * $1's that needs no extending (HOLD_SLACK_PER_LEASE) is only read (`kept`): no other daemon
+ * writes a hold that has not ended, and one daemon's claims come one after another, so the read
+ * is its newest version. An endpoint's share of the claim is $5, except that a rate-limited one
+ * takes only the turns of its schedule that fall within RATE_HORIZON_MS from now, so every
+ * daemon's claims together follow one schedule.
  *
  * Row addresses rather than ids: a lookup by address is no index descent, and the server plans
  * the queue tables from statistics that lag their churn (an id join was planned as a scan of
