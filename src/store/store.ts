@@ -349,7 +349,10 @@ export interface OutboxRepository {
    * order (`next_attempt_at`, then creation), at most `perEndpoint` of each endpoint, none of
    * `skipEndpoints` or `skipOwners`, leased to `owner` until `now + leaseMs`. Two claimers never
    * receive the same delivery while its lease lives. A delivery is claimable only once the write
-   * that queued it is durable.
+   * that queued it is durable. On a store shared by daemons, an endpoint is served by one
+   * claimer at a time, so its `max_in_flight` (default 8) holds over all of them: the claimer
+   * that leased from it holds it until those leases end or it `leave`s, and others get none of
+   * its deliveries meanwhile.
    */
   claim(options: ClaimOptions): Promise<DeliveryRecord[]>;
   /**

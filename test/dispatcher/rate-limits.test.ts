@@ -187,6 +187,31 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
     expect(peak).toBe(2);
   });
 
+  it('hold the default cap (8) over both for an endpoint that sets no max_in_flight: never more than 8 requests open to it', async () => {
+    const w = (world = await twoDispatchers());
+    const { id } = await w.endpoint({});
+    expect((await w.store.webhooks.get(id))?.max_in_flight).toBeUndefined();
+    const open = () => w.senders[0].held.size + w.senders[1].held.size;
+    let peak = 0;
+    for (const s of w.senders) {
+      s.handle(() => {
+        peak = Math.max(peak, open() + 1);
+        return 'hold';
+      });
+    }
+    // More than both dispatchers claim ahead at once (3 × 8 each), so each would hold some.
+    const events = 60;
+    for (let i = 0; i < events; i++) await w.publish(i);
+    for (let answered = 0; answered < events; answered++) {
+      await vi.waitFor(() => expect(open()).toBeGreaterThanOrEqual(Math.min(8, events - answered)), WAIT);
+      const [first] = [...w.senders[0].held, ...w.senders[1].held];
+      first.answer!({ status: 200 });
+    }
+    await vi.waitFor(() => expect(w.requests()).toHaveLength(events), WAIT);
+    expect(new Set(w.requests().map((r) => r.deliveryId)).size).toBe(events);
+    expect(peak).toBe(8);
+  });
+
   it("hands a capped endpoint to the other dispatcher when its holder stops, without waiting for the hold to end", async () => {
     const w = (world = await twoDispatchers());
     await w.endpoint({ max_in_flight: 1 });
@@ -200,5 +225,47 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
     for (let i = 1; i <= 3; i++) await w.publish(i);
     await vi.waitFor(() => expect(w.senders[other].requests).toHaveLength(3), WAIT);
     expect(w.senders[holder].requests).toHaveLength(1);
+  });
+});
+
+describe.skipIf(TEST_STORE !== 'postgres')('endpoint holds on PostgreSQL (two store handles, claims at chosen times)', () => {
+  const LEASE = 10_000;
+  let stores: Store[] = [];
+  let dirs: string[] = [];
+  afterEach(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+    stores = [];
+    dirs = [];
+  });
+
+  it("keeps an endpoint on the default cap to its holder until its last claim's leases end, then hands it to another", async () => {
+    const { url } = pgAdminUrl();
+    const databaseUrl = await createDatabase(url!, 'panelctl_holds');
+    dirs = [await mkdtemp(join(tmpdir(), 'panelctl-holds-')), await mkdtemp(join(tmpdir(), 'panelctl-holds-'))];
+    for (const dir of dirs) stores.push(await openStore({ dataDir: dir, databaseUrl, create: true }));
+    const [a, b] = stores;
+    const t = Date.now();
+    const user = await insertUser(a, `holds-${process.pid}`, 'customer', t);
+    const stamp = new Date(t).toISOString();
+    await a.webhooks.insert({ user_id: user.id, url: 'https://receiver.test/held', secret: 's', events: '*', active: true, created_at: stamp, updated_at: stamp });
+    const events = new EventBus(a, () => t);
+    for (let i = 0; i < 10; i++) await events.publish({ event: 'site.created', data: { site_id: i, domain: `s${i}.example.org` }, owner_id: user.id });
+    const claim = (store: Store, owner: string, now: number) => store.outbox.claim({ owner, now, leaseMs: LEASE, limit: 2, perEndpoint: 2 });
+
+    // A takes the endpoint; B gets nothing of it while A's hold lasts, whatever A leased.
+    expect(await claim(a, 'daemon-a', t)).toHaveLength(2);
+    expect(await claim(b, 'daemon-b', t)).toHaveLength(0);
+    // A claims again within its hold (the hold is only read: it ends within a tenth of a lease
+    // of the new leases) and later (the hold is extended to that claim's leases: t + 12 s).
+    expect(await claim(a, 'daemon-a', t + 500)).toHaveLength(2);
+    expect(await claim(a, 'daemon-a', t + 2_000)).toHaveLength(2);
+    // A stops claiming (it died): its hold ends with its last leases, not earlier.
+    expect(await claim(b, 'daemon-b', t + LEASE + 500)).toHaveLength(0);
+    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE - 1)).toHaveLength(0);
+    // Then B takes the endpoint, A's expired leases included (the first of it in due order).
+    expect(await claim(b, 'daemon-b', t + 2_000 + LEASE)).toHaveLength(2);
+    // Now B's: A, back, gets nothing of the endpoint.
+    expect(await claim(a, 'daemon-a', t + 2_000 + LEASE)).toHaveLength(0);
   });
 });

@@ -82,6 +82,16 @@ const LOCK = (alias: string) => `CROSS JOIN LATERAL (SELECT 1 FROM deliveries x 
 export const RATE_HORIZON_MS = 2_000;
 
 /**
+ * The holder's claims rewrite its hold of an endpoint only once it would end more than this
+ * part of a lease before the claim's leases (it is written to end with them): one write per
+ * busy endpoint every tenth of a lease, not one per claim. The last tenth of a claim's leases
+ * may then outlast the hold, which never outlasts a lease; a delivery is started within half a
+ * lease of its claim (the dispatcher hands back what it held ready longer) and its attempt
+ * times out after 10 s, so with the default lease (60 s) it is over before the hold ends.
+ */
+const HOLD_SLACK_PER_LEASE = 10;
+
+/**
  * The claim's end, given `ranked` (candidates in due order as row address `t`, with their rank
  * in their endpoint's due order and `cap`, the most the claim takes of their endpoint): the
  * first $4 in due order with rank up to their cap are the claim as chosen, and are locked (SKIP
@@ -90,10 +100,11 @@ export const RATE_HORIZON_MS = 2_000;
  * order and stops at the limit, so a claim locks no more rows than it leases. The locked rows
  * are leased to $1 until $2 + $3.
  *
- * With `gate` (the locked endpoint_claims rows of endpoints with a cap or rate of their own, see
- * CLAIM_SQL): a capped endpoint's hold passes to $1 until the leases end, and a rate-limited
- * one's leased deliveries take the next turns of its schedule, one every 1000 / rate ms from
- * `base`; each answers its turn as `send_at` (null: no rate).
+ * With `gate` (the locked endpoint_claims rows: endpoints whose hold the claim may take or must
+ * extend, and rate-limited ones; see CLAIM_SQL): the hold of each with leased deliveries passes
+ * to $1 until the leases end (see HOLD_SLACK_PER_LEASE), and a rate-limited one's
+ * leased deliveries take the next turns of its schedule, one every 1000 / rate ms from `base`;
+ * each answers its turn as `send_at` (null: no rate).
  */
 const LEASE_RANKED = (gated: boolean) => /* sql */ `
 chosen AS MATERIALIZED (
@@ -123,8 +134,7 @@ chosen AS MATERIALIZED (
         UNION ALL SELECT t, id, endpoint_id, next_attempt_at, created_at FROM filled) l
 ), held AS (
   UPDATE endpoint_claims c
-  SET holder = CASE WHEN g.capped THEN $1 ELSE c.holder END,
-      holder_until = CASE WHEN g.capped THEN $2 + $3 ELSE c.holder_until END,
+  SET holder = $1, holder_until = $2 + $3,
       next_send_at = CASE WHEN g.rate IS NULL THEN c.next_send_at ELSE g.base + n.count * 1000.0 / g.rate END
   FROM gate g JOIN (SELECT endpoint_id, count(*) AS count FROM leased GROUP BY endpoint_id) n ON n.endpoint_id = g.endpoint_id
   WHERE c.endpoint_id = g.endpoint_id
@@ -151,13 +161,16 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * those, the first 3 × $4 in due order, as row addresses: enough for the claim and for what two
  * other claimers at once may hold. LEASE_RANKED then locks and leases them.
  *
- * An endpoint's cap is $5, except for endpoints with a `max_in_flight` or a rate limit of their
- * own, whose endpoint_claims row is locked first (SKIP LOCKED: one another claim is working on
- * is left to it this time) and read as locked, the newest committed version: a capped endpoint
- * another daemon holds (its hold has not ended) is left out, so only one daemon at a time makes
- * its attempts and its cap holds over all of them; a rate-limited one takes only the turns of
- * its schedule that fall within RATE_HORIZON_MS from now, so every daemon's claims together
- * follow one schedule.
+ * Every endpoint is held by one daemon at a time (endpoint_claims), so its cap, its own
+ * `max_in_flight` or the default, holds over every daemon: an endpoint another daemon holds (its
+ * hold has not ended) is left out. An endpoint's row is locked (SKIP LOCKED: one another claim
+ * is working on is left to it this time) and read as locked, the newest committed version, when
+ * the claim may take the hold or must extend it, or the endpoint has a rate (`gate`). A hold of
+ * $1's that needs no extending (HOLD_SLACK_PER_LEASE) is only read (`kept`): no other daemon
+ * writes a hold that has not ended, and one daemon's claims come one after another, so the read
+ * is its newest version. An endpoint's share of the claim is $5, except that a rate-limited one
+ * takes only the turns of its schedule that fall within RATE_HORIZON_MS from now, so every
+ * daemon's claims together follow one schedule.
  *
  * Row addresses rather than ids: a lookup by address is no index descent, and the server plans
  * the queue tables from statistics that lag their churn (an id join was planned as a scan of
@@ -167,21 +180,24 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  */
 const CLAIM_SQL = /* sql */ `
 WITH eps AS MATERIALIZED (
-  SELECT p.endpoint_id, w.max_in_flight IS NOT NULL AS capped, w.rate_limit_per_second AS rate
+  SELECT p.endpoint_id, w.rate_limit_per_second AS rate
   FROM pending_endpoints p JOIN webhooks w ON w.id = p.endpoint_id
   WHERE NOT w.paused AND NOT (p.endpoint_id = ANY ($6::bigint[]))
 ), gate AS MATERIALIZED (
-  SELECT c.endpoint_id, e.capped, e.rate, greatest(c.next_send_at, $2::float8) AS base
+  SELECT c.endpoint_id, e.rate, greatest(c.next_send_at, $2::float8) AS base
   FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
-  WHERE (e.capped OR e.rate IS NOT NULL)
-    AND (NOT e.capped OR c.holder IS NULL OR c.holder = $1 OR c.holder_until <= $2)
+  WHERE c.holder IS NULL OR c.holder_until <= $2
+     OR (c.holder = $1 AND (e.rate IS NOT NULL OR c.holder_until < $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE}))
   FOR UPDATE OF c SKIP LOCKED
+), kept AS (
+  SELECT c.endpoint_id FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
+  WHERE c.holder = $1 AND c.holder_until > $2 AND c.holder_until >= $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE} AND e.rate IS NULL
 ), allowed AS MATERIALIZED (
-  SELECT e.endpoint_id, $5::int AS cap FROM eps e WHERE NOT e.capped AND e.rate IS NULL
+  SELECT k.endpoint_id, $5::int AS cap FROM kept k
   UNION ALL
   SELECT g.endpoint_id,
          CASE WHEN g.rate IS NULL THEN $5::int
-              ELSE least($5::int, greatest(ceil(($2 + ${RATE_HORIZON_MS} - g.base) * g.rate / 1000.0), 0))::int END
+              ELSE least($5::int, greatest(ceil(($2 + ${RATE_HORIZON_MS} - g.base) * g.rate / 1000.0), 0))::int END AS cap
   FROM gate g
 ), candidates AS MATERIALIZED (
   SELECT c.t, c.endpoint_id, c.next_attempt_at, c.created_at, c.id, a.cap
