@@ -348,8 +348,9 @@ export async function benchDispatchPostgres(adminUrl, { events, endpoints, round
 /**
  * Two daemons against one where the endpoints, not the machine, set the pace: the receiver
  * answers each delivery `delayMs` after it arrived, so a daemon's rate is bounded by its slots
- * (at most 64 attempts in flight to one customer's endpoints, 8 to one endpoint) and a second
- * daemon brings slots of its own. Same events and endpoints as benchDispatchPostgres, on a
+ * (at most 64 attempts in flight to one customer's endpoints per daemon, 8 to one endpoint over
+ * all daemons, each endpoint served by one daemon at a time), so a second daemon adds only the
+ * endpoints it holds. Same events and endpoints as benchDispatchPostgres, on a
  * database of its own, in alternating rounds (one, two).
  */
 export async function benchScaleOutPostgres(adminUrl, { events, endpoints, rounds, delayMs, log = () => undefined, settings }) {

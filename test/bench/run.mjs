@@ -798,8 +798,10 @@ is a new process in each round: its first seconds run code not yet optimised).
 
 With receivers answering ${postgres.scaleOut.delayMs} ms after each request (as an endpoint that does some work
 before it answers), a daemon's rate is bounded by its slots (at most 64 attempts in flight to one
-customer's endpoints, 8 to one endpoint; the benchmark's endpoints are one customer's), not by the
-cores, and a second daemon brings slots of its own. Same events and endpoints, on a database of its
+customer's endpoints per daemon, 8 to one endpoint over all daemons; the benchmark's endpoints are
+one customer's), not by the cores. An endpoint is served by one daemon at a time (its cap holds over
+all of them), so a second daemon adds only the endpoints it holds: with 10 endpoints the ceiling is
+80 attempts in flight, whatever the number of daemons. Same events and endpoints, on a database of its
 own, in alternating rounds (one daemon, two; deliveries/s): ${postgres.scaleOut.rounds.map(([a, b]) => `${fmt(a)} / ${fmt(b)}`).join('; ')}.
 
 Backlog: ${fmt(backlog.pending)} deliveries pending (not yet due) in the JSON store; the daemon
