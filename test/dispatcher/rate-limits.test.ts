@@ -241,7 +241,7 @@ describe.skipIf(TEST_STORE !== 'postgres')('endpoint holds on PostgreSQL (two st
 
   it("keeps an endpoint on the default cap to its holder until its last claim's leases end, then hands it to another", async () => {
     const { url } = pgAdminUrl();
-    const databaseUrl = await createDatabase(url!, 'panelctl_holds');
+    const databaseUrl = await createMigratedDatabase(url!, 'panelctl_holds');
     dirs = [await mkdtemp(join(tmpdir(), 'panelctl-holds-')), await mkdtemp(join(tmpdir(), 'panelctl-holds-'))];
     for (const dir of dirs) stores.push(await openStore({ dataDir: dir, databaseUrl, create: true }));
     const [a, b] = stores;
