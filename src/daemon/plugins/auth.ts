@@ -54,27 +54,53 @@ const refusals = new WeakMap<FastifyRequest, ApiError>();
  */
 const confirmations = new WeakMap<FastifyRequest, Promise<void>>();
 
+/** Keys whose use this daemon passed to the store, at most; past it the record starts over. */
+const USES_KEPT = 10_000;
+
 /**
- * Makes `caller` the request's. A key's use is passed to the store on every request: the store
- * keeps `last_used_at` to the second and writes uses in batches (a write, not a cache), and a
- * failure only costs that timestamp.
+ * The second (epoch s) in which each API key's use was last passed to the store. The store keeps
+ * `last_used_at` to the second, so a further use within that second changes nothing there: it is
+ * not passed again (the first use of each second is). A use the store failed to record is
+ * forgotten here, so the next request passes it again.
  */
-function admit(app: FastifyInstance, request: FastifyRequest, caller: Caller): void {
+class KeyUses {
+  readonly #seconds = new Map<number, number>();
+
+  constructor(private readonly app: FastifyInstance) {}
+
+  record(keyId: number): void {
+    const now = this.app.clock();
+    const second = Math.floor(now / 1000);
+    if (this.#seconds.get(keyId) === second) return;
+    if (this.#seconds.size >= USES_KEPT) this.#seconds.clear();
+    this.#seconds.set(keyId, second);
+    this.app.store.apiKeys.touch(keyId, now).catch((error: unknown) => {
+      if (this.#seconds.get(keyId) === second) this.#seconds.delete(keyId);
+      this.app.log.warn({ err: error, key_id: keyId }, 'API key use could not be recorded');
+    });
+  }
+}
+
+/**
+ * Makes `caller` the request's. A key's use is passed to the store (once a second per key, see
+ * KeyUses): the store keeps `last_used_at` to the second and writes uses in batches (a write,
+ * not a cache), and a failure only costs that timestamp.
+ */
+function admit(uses: KeyUses, request: FastifyRequest, caller: Caller): void {
   const { principal } = caller;
   request.principal = principal;
-  if (principal.via !== 'api_key') return;
-  app.store.apiKeys.touch(principal.keyId!, app.clock()).catch((error: unknown) => app.log.warn({ err: error, key_id: principal.keyId }, 'API key use could not be recorded'));
+  if (principal.via === 'api_key') uses.record(principal.keyId!);
 }
 
 /**
  * Identifies the caller through the store; refusals are kept for enforcement (preParsing).
  * `remember`: the change feed was caught up before the look-up, so its caller may be cached.
  */
-async function identify(app: FastifyInstance, cache: CallerCache, request: FastifyRequest, credential: string, digest: string, remember: boolean): Promise<void> {
+async function identify(app: FastifyInstance, uses: KeyUses, cache: CallerCache, request: FastifyRequest, credential: string, digest: string, remember: boolean): Promise<void> {
   const epoch = cache.epoch;
   try {
     const caller = await lookUpCaller(app, credential, digest);
-    admit(app, request, caller);
+    admit(uses, request, caller);
     if (remember) cache.remember(digest, caller, epoch);
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
@@ -87,6 +113,7 @@ export default fp(
     app.decorateRequest('principal', null);
     app.decorateRequest('routeInfo', null);
     const cache = new CallerCache(app.store, app.clock);
+    const uses = new KeyUses(app);
     app.addHook('onClose', async () => cache.close());
 
     // Both hooks complete without a promise when they can (a cached caller, a feed caught up at
@@ -111,19 +138,19 @@ export default fp(
       if (caughtUp === true) {
         const known = cache.get(digest);
         if (known) {
-          admit(app, request, known);
+          admit(uses, request, known);
           return done();
         }
-        identify(app, cache, request, credential, digest, true).then(() => done(), done);
+        identify(app, uses, cache, request, credential, digest, true).then(() => done(), done);
         return;
       }
       const confirm = () =>
         caughtUp.then((fresh) => {
           // Asking the feed published what changed first: a caller still cached is current.
           const known = fresh ? cache.get(digest) : undefined;
-          if (known) return admit(app, request, known);
+          if (known) return admit(uses, request, known);
           request.principal = null;
-          return identify(app, cache, request, credential, digest, fresh);
+          return identify(app, uses, cache, request, credential, digest, fresh);
         });
       // A cached caller is most likely still the caller: the request limits count the request
       // under it while the feed catches up (two waits on the database at once instead of one

@@ -73,7 +73,11 @@ export default async function deliveryRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const { id } = request.params;
-      assertOwnership(request, await app.store.webhooks.get(id), 'webhook', id);
+      // The endpoint and the log's revision are asked at once (two statements in flight on
+      // PostgreSQL, not one after the other); the revision of an endpoint the caller may not
+      // read is dropped unseen. It is read before `build` would run (see LogMemo.send).
+      const [endpoint, revision] = await Promise.all([app.store.webhooks.get(id), app.store.deliveryLog.revision(id)]);
+      assertOwnership(request, endpoint, 'webhook', id);
       const { success, event, since } = request.query;
       const sinceMs = since === undefined ? undefined : parseTime('since', since);
       const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));
@@ -95,7 +99,6 @@ export default async function deliveryRoutes(app: FastifyInstance) {
         return { envelope, next };
       };
       // The view is the request's query string (the next page's URL is built from it too).
-      const revision = await app.store.deliveryLog.revision(id);
       return logs.send(reply, id, request.url.split('?')[1] ?? '', revision, build);
     },
   );
