@@ -5,7 +5,7 @@
 // an entry is served only once the feed is caught up (`changes.caughtUp()`: at once on the
 // embedded store; with a shared database after asking it what changed, so another daemon's
 // change committed before the request came is not missed), so nothing stale is served.
-// Entries are kept as UTF-8 bytes: the serialiser's output is a string of many small pieces,
+// Entries are kept flat (see keptBody): the serialiser's output is a string of many small pieces,
 // which every answer would otherwise walk and encode again (for its length, then for the socket).
 import type { FastifyReply } from 'fastify';
 import type { Change, Store } from '../../store/store.js';
@@ -20,10 +20,25 @@ export interface ListAnswer {
   next: string | null;
 }
 
+/**
+ * Answers up to this many bytes are kept as one flat string, larger ones as bytes. Node writes a
+ * string body together with the response head as one piece; bytes beside the head go out as a
+ * write of two parts, which TLS copies into one buffer again. Past a few kilobytes, encoding the
+ * string on every answer costs more than that copy.
+ */
+export const STRING_BODY_MOST = 4096;
+
+/** A serialised answer as it is kept and sent: its body (see STRING_BODY_MOST) and its size in bytes. */
+export function keptBody(serialized: string): { body: string | Buffer; bytes: number } {
+  const bytes = Buffer.from(serialized);
+  // Decoding the bytes gives a flat string (the serialiser's is made of many pieces).
+  return { body: bytes.length <= STRING_BODY_MOST ? bytes.toString() : bytes, bytes: bytes.length };
+}
+
 export class ListMemo {
   /** Moves on every invalidation, so an answer built across one is served but not kept. */
   #generation = 0;
-  readonly #entries = new Map<string, { body: Buffer; next: string | null }>();
+  readonly #entries = new Map<string, { body: string | Buffer; next: string | null }>();
   readonly #unsubscribe: () => void;
 
   /**
@@ -69,7 +84,7 @@ export class ListMemo {
       // Read once caught up: a change the store's answer may miss moves it afterwards.
       const generation = this.#generation;
       const answer = await build();
-      entry = { body: Buffer.from(String(reply.serialize(answer.envelope))), next: answer.next };
+      entry = { body: keptBody(String(reply.serialize(answer.envelope))).body, next: answer.next };
       // The collection changed while build awaited the store: serve the answer, do not keep it.
       if (fresh && generation === this.#generation) {
         if (this.#entries.size >= this.capacity) this.#entries.clear();
