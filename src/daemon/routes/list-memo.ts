@@ -71,26 +71,38 @@ export class ListMemo {
 
   /**
    * Sends the 200 answer for `view` of the collection (a page of it): the memoised bytes, or
-   * `build()`'s envelope serialised by the route's own response schema (then encoded and
-   * remembered), with its `Link` header.
+   * `build()`'s envelope serialised by the route's own response schema (then kept), with its
+   * `Link` header. A memoised answer of a request whose feed question is answered is sent at
+   * once (the reply, not a promise); else the answer once it is sent.
    */
-  async send(reply: FastifyReply, view: string, build: () => Promise<ListAnswer>): Promise<FastifyReply> {
+  send(reply: FastifyReply, view: string, build: () => Promise<ListAnswer>): FastifyReply | Promise<FastifyReply> {
     // The request's question, shared with its caller's (see caught-up.ts).
     const caughtUp = caughtUpFor(this.store, reply.request);
-    // Not caught up (a shared database out of reach): built from the store, and not kept.
-    const fresh = caughtUp === true || (await caughtUp);
-    let entry = fresh ? this.#entries.get(view) : undefined;
-    if (entry === undefined) {
-      // Read once caught up: a change the store's answer may miss moves it afterwards.
-      const generation = this.#generation;
-      const answer = await build();
-      entry = { body: keptBody(String(reply.serialize(answer.envelope))).body, next: answer.next };
-      // The collection changed while build awaited the store: serve the answer, do not keep it.
-      if (fresh && generation === this.#generation) {
-        if (this.#entries.size >= this.capacity) this.#entries.clear();
-        this.#entries.set(view, entry);
-      }
+    if (caughtUp === true) {
+      const entry = this.#entries.get(view);
+      return entry === undefined ? this.#build(reply, view, build, true) : this.#send(reply, entry);
     }
+    // Not caught up (a shared database out of reach): built from the store, and not kept.
+    return caughtUp.then((fresh) => {
+      const entry = fresh ? this.#entries.get(view) : undefined;
+      return entry === undefined ? this.#build(reply, view, build, fresh) : this.#send(reply, entry);
+    });
+  }
+
+  async #build(reply: FastifyReply, view: string, build: () => Promise<ListAnswer>, fresh: boolean): Promise<FastifyReply> {
+    // Read once caught up: a change the store's answer may miss moves it afterwards.
+    const generation = this.#generation;
+    const answer = await build();
+    const entry = { body: keptBody(String(reply.serialize(answer.envelope))).body, next: answer.next };
+    // The collection changed while build awaited the store: serve the answer, do not keep it.
+    if (fresh && generation === this.#generation) {
+      if (this.#entries.size >= this.capacity) this.#entries.clear();
+      this.#entries.set(view, entry);
+    }
+    return this.#send(reply, entry);
+  }
+
+  #send(reply: FastifyReply, entry: { body: string | Buffer; next: string | null }): FastifyReply {
     sendLink(reply, entry.next);
     return reply.type(JSON_TYPE).send(entry.body);
   }
