@@ -5,20 +5,28 @@
 import type { FastifyRequest } from 'fastify';
 import type { Store } from '../store/store.js';
 
-const answers = new WeakMap<FastifyRequest, Promise<boolean>>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's question to the feed (see caughtUpFor): null before it is asked, true once answered so. */
+    caughtUp: Promise<boolean> | true | null;
+  }
+}
 
 /**
- * `true` at once where the feed publishes before its writes resolve (the JSON store); else the
- * request's one question (see ChangeFeed.caughtUp).
+ * `true` at once where the feed publishes before its writes resolve (the JSON store), or once
+ * the request's question was answered so; else the request's one question (see
+ * ChangeFeed.caughtUp).
  * @example
  * const fresh = caughtUpFor(app.store, request);
  * if (fresh === true || (await fresh)) return memo.get(view);
  */
 export function caughtUpFor(store: Store, request: FastifyRequest): true | Promise<boolean> {
-  let answer = answers.get(request);
-  if (answer) return answer;
-  const asked = store.changes.caughtUp();
-  if (asked === true) return true;
-  answers.set(request, (answer = asked));
-  return answer;
+  const asked = request.caughtUp;
+  if (asked) return asked;
+  return (request.caughtUp = store.changes.caughtUp());
+}
+
+/** The request's question was answered true: later readers of the request need not wait for it. */
+export function caughtUpAnswered(request: FastifyRequest): void {
+  request.caughtUp = true;
 }

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import { CallerCache, credentialDigest, lookUpCaller, type Caller } from '../auth/callers.js';
 import type { Principal, RouteInfo } from '../services.js';
-import { caughtUpFor } from '../caught-up.js';
+import { caughtUpAnswered, caughtUpFor } from '../caught-up.js';
 
 /**
  * The matched route's URL and config. Fastify builds a fresh `routeOptions` object (a dozen
@@ -45,40 +45,90 @@ export async function resolvePrincipal(app: FastifyInstance, credential: string)
   return (await lookUpCaller(app, credential)).principal;
 }
 
-/** Why identification failed, kept until enforcement so request limits run in between. */
-const refusals = new WeakMap<FastifyRequest, ApiError>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Why identification failed, kept until enforcement so request limits run in between. */
+    authRefusal: ApiError | null;
+    /** A tentative caller's confirmation (the feed was catching up), awaited by enforcement. */
+    callerConfirmation: Confirmation | null;
+  }
+}
 
 /**
- * Requests whose caller is confirmed after the onRequest hooks (the feed was catching up), by
- * enforcement at the latest.
+ * A tentative caller's confirmation: started by the onRequest hook, waited for by enforcement
+ * (preParsing), which a request refused by its limits never reaches. A callback handed over,
+ * not a promise: enforcement goes on in the same turn when the confirmation came first.
  */
-const confirmations = new WeakMap<FastifyRequest, Promise<void>>();
+class Confirmation {
+  #settled = false;
+  #error: Error | null = null;
+  #then: ((error: Error | null) => void) | null = null;
+
+  settle(error: Error | null): void {
+    this.#settled = true;
+    this.#error = error;
+    const then = this.#then;
+    this.#then = null;
+    then?.(error);
+  }
+
+  whenSettled(then: (error: Error | null) => void): void {
+    if (this.#settled) then(this.#error);
+    else this.#then = then;
+  }
+}
+
+/** Keys whose use this daemon passed to the store, at most; past it the record starts over. */
+const USES_KEPT = 10_000;
 
 /**
- * Makes `caller` the request's. A key's use is passed to the store on every request: the store
- * keeps `last_used_at` to the second and writes uses in batches (a write, not a cache), and a
- * failure only costs that timestamp.
+ * The second (epoch s) in which each API key's use was last passed to the store. The store keeps
+ * `last_used_at` to the second, so a further use within that second changes nothing there: it is
+ * not passed again (the first use of each second is). A use the store failed to record is
+ * forgotten here, so the next request passes it again.
  */
-function admit(app: FastifyInstance, request: FastifyRequest, caller: Caller): void {
+class KeyUses {
+  readonly #seconds = new Map<number, number>();
+
+  constructor(private readonly app: FastifyInstance) {}
+
+  record(keyId: number): void {
+    const now = this.app.clock();
+    const second = Math.floor(now / 1000);
+    if (this.#seconds.get(keyId) === second) return;
+    if (this.#seconds.size >= USES_KEPT) this.#seconds.clear();
+    this.#seconds.set(keyId, second);
+    this.app.store.apiKeys.touch(keyId, now).catch((error: unknown) => {
+      if (this.#seconds.get(keyId) === second) this.#seconds.delete(keyId);
+      this.app.log.warn({ err: error, key_id: keyId }, 'API key use could not be recorded');
+    });
+  }
+}
+
+/**
+ * Makes `caller` the request's. A key's use is passed to the store (once a second per key, see
+ * KeyUses): the store keeps `last_used_at` to the second and writes uses in batches (a write,
+ * not a cache), and a failure only costs that timestamp.
+ */
+function admit(uses: KeyUses, request: FastifyRequest, caller: Caller): void {
   const { principal } = caller;
   request.principal = principal;
-  if (principal.via !== 'api_key') return;
-  app.store.apiKeys.touch(principal.keyId!, app.clock()).catch((error: unknown) => app.log.warn({ err: error, key_id: principal.keyId }, 'API key use could not be recorded'));
+  if (principal.via === 'api_key') uses.record(principal.keyId!);
 }
 
 /**
  * Identifies the caller through the store; refusals are kept for enforcement (preParsing).
  * `remember`: the change feed was caught up before the look-up, so its caller may be cached.
  */
-async function identify(app: FastifyInstance, cache: CallerCache, request: FastifyRequest, credential: string, digest: string, remember: boolean): Promise<void> {
+async function identify(app: FastifyInstance, uses: KeyUses, cache: CallerCache, request: FastifyRequest, credential: string, digest: string, remember: boolean): Promise<void> {
   const epoch = cache.epoch;
   try {
     const caller = await lookUpCaller(app, credential, digest);
-    admit(app, request, caller);
+    admit(uses, request, caller);
     if (remember) cache.remember(digest, caller, epoch);
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
-    refusals.set(request, error);
+    request.authRefusal = error;
   }
 }
 
@@ -86,7 +136,11 @@ export default fp(
   async function auth(app: FastifyInstance) {
     app.decorateRequest('principal', null);
     app.decorateRequest('routeInfo', null);
+    app.decorateRequest('authRefusal', null);
+    app.decorateRequest('callerConfirmation', null);
+    app.decorateRequest('caughtUp', null);
     const cache = new CallerCache(app.store, app.clock);
+    const uses = new KeyUses(app);
     app.addHook('onClose', async () => cache.close());
 
     // Both hooks complete without a promise when they can (a cached caller, a feed caught up at
@@ -103,7 +157,7 @@ export default fp(
         }
       } catch (error) {
         if (!(error instanceof ApiError)) return done(error as Error);
-        refusals.set(request, error);
+        request.authRefusal = error;
         return done();
       }
       const digest = credentialDigest(credential);
@@ -111,20 +165,21 @@ export default fp(
       if (caughtUp === true) {
         const known = cache.get(digest);
         if (known) {
-          admit(app, request, known);
+          admit(uses, request, known);
           return done();
         }
-        identify(app, cache, request, credential, digest, true).then(() => done(), done);
+        identify(app, uses, cache, request, credential, digest, true).then(() => done(), done);
         return;
       }
-      const confirm = () =>
-        caughtUp.then((fresh) => {
-          // Asking the feed published what changed first: a caller still cached is current.
-          const known = fresh ? cache.get(digest) : undefined;
-          if (known) return admit(app, request, known);
-          request.principal = null;
-          return identify(app, cache, request, credential, digest, fresh);
-        });
+      /** Once the feed answered: the cached caller if it is still cached, else the store's. */
+      const confirm = (fresh: boolean): void | Promise<void> => {
+        // Asking the feed published what changed first: a caller still cached is current.
+        if (fresh) caughtUpAnswered(request);
+        const known = fresh ? cache.get(digest) : undefined;
+        if (known) return admit(uses, request, known);
+        request.principal = null;
+        return identify(app, uses, cache, request, credential, digest, fresh);
+      };
       // A cached caller is most likely still the caller: the request limits count the request
       // under it while the feed catches up (two waits on the database at once instead of one
       // after the other), and enforcement waits for the confirmation. Nothing else reads the
@@ -132,26 +187,36 @@ export default fp(
       const tentative = cache.get(digest);
       if (tentative) {
         request.principal = tentative.principal;
-        const confirming = confirm();
-        // Awaited by preParsing, which a request refused by its limits never reaches.
-        confirming.catch(() => undefined);
-        confirmations.set(request, confirming);
+        const confirmation = new Confirmation();
+        request.callerConfirmation = confirmation;
+        const failed = (error: unknown) => confirmation.settle(error as Error);
+        caughtUp.then((fresh) => {
+          let confirming: void | Promise<void>;
+          try {
+            confirming = confirm(fresh);
+          } catch (error) {
+            return failed(error);
+          }
+          if (confirming) confirming.then(() => confirmation.settle(null), failed);
+          else confirmation.settle(null);
+        }, failed);
         return done();
       }
-      confirm().then(() => done(), done);
+      caughtUp.then(confirm).then(() => done(), done);
     });
 
     app.addHook('preParsing', (request, _reply, payload, done) => {
-      const confirming = confirmations.get(request);
-      if (confirming) {
-        confirming.then(() => {
+      const confirmation = request.callerConfirmation;
+      if (confirmation) {
+        confirmation.whenSettled((error) => {
+          if (error) return done(error);
           try {
             enforce(request);
-          } catch (error) {
-            return done(error as Error);
+          } catch (refusal) {
+            return done(refusal as Error);
           }
           done(null, payload);
-        }, done);
+        });
         return;
       }
       try {
@@ -170,7 +235,7 @@ function enforce(request: FastifyRequest): void {
   if (request.is404) return;
   const level = routeOf(request).config.auth ?? 'user';
   if (level === 'none') return;
-  const refusal = refusals.get(request);
+  const refusal = request.authRefusal;
   if (refusal) throw refusal;
   const principal = principalOf(request);
   if ((level === 'jwt' || level === 'admin_jwt') && principal.via !== 'jwt') {

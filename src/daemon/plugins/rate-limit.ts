@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/errors.js';
 import type { Settings } from '../../shared/settings.js';
+import type { LimiterRecord } from '../../store/types.js';
 import { isUnavailable, UnavailableLog } from '../unavailable-log.js';
 import { routeOf } from './auth.js';
 
@@ -89,33 +90,60 @@ class RequestWindows {
     const room = fresh && view.count + state.out + 1 < max;
     state.out++;
     const window = state;
-    const counting = this.app.store.limiter.countRequest(key, WINDOW_MS, now).then(
-      (record) => {
-        window.out--;
-        const newer = !window.view || window.view.windowStart !== record.window_start || window.view.count < record.count;
-        if (newer) window.view = { count: record.count, windowStart: record.window_start, answeredAt: this.app.clock() };
-        return { count: record.count, windowStart: record.window_start };
-      },
+    const counting = this.app.store.limiter.countRequest(key, WINDOW_MS, now);
+    if (!room) {
+      return counting.then(
+        (record) => {
+          this.#answered(window, record);
+          return { count: record.count, windowStart: record.window_start };
+        },
+        (error: unknown) => {
+          this.#failed(window);
+          throw error;
+        },
+      );
+    }
+    // Admitted at once: one reaction, and nothing waits for it.
+    counting.then(
+      (record) => this.#answered(window, record),
       (error: unknown) => {
-        // The view no longer says where the window is: the next request waits for the store.
-        window.out--;
-        window.view = null;
-        throw error;
+        this.#failed(window);
+        const message = 'a request admitted at once could not be counted in its window';
+        if (isUnavailable(error)) this.#unavailable.note(error, message, (details, line) => this.app.log.warn(details, line));
+        else this.app.log.error({ err: error }, message);
       },
     );
-    if (!room) return counting;
-    counting.catch((error: unknown) => {
-      const message = 'a request admitted at once could not be counted in its window';
-      if (isUnavailable(error)) this.#unavailable.note(error, message, (details, line) => this.app.log.warn(details, line));
-      else this.app.log.error({ err: error }, message);
-    });
     return { count: view!.count + state.out, windowStart: view!.windowStart };
+  }
+
+  /** The store counted a hit of ours: its answer becomes the view when it is newer. */
+  #answered(window: WindowState, record: LimiterRecord): void {
+    window.out--;
+    const { view } = window;
+    const newer = !view || view.windowStart !== record.window_start || view.count < record.count;
+    if (newer) window.view = { count: record.count, windowStart: record.window_start, answeredAt: this.app.clock() };
+  }
+
+  /** A hit failed: the view no longer says where the window is, so the next request waits for the store. */
+  #failed(window: WindowState): void {
+    window.out--;
+    window.view = null;
   }
 }
 
+/** Window keys of users by id, kept so a request's key is not built (and hashed) again. */
+const userKeys = new Map<number, string>();
+
 function clientKey(request: FastifyRequest, scope: LimitScope): string {
   if (scope !== 'user') return `rl:${scope}:${request.ip}`;
-  return request.principal ? `rl:user:${request.principal.userId}` : `rl:ip:${request.ip}`;
+  if (!request.principal) return `rl:ip:${request.ip}`;
+  const { userId } = request.principal;
+  let key = userKeys.get(userId);
+  if (key === undefined) {
+    if (userKeys.size >= WINDOWS_MOST) userKeys.clear();
+    userKeys.set(userId, (key = `rl:user:${userId}`));
+  }
+  return key;
 }
 
 export default fp(

@@ -62,7 +62,7 @@ export default async function siteRoutes(app: FastifyInstance) {
         response: { 200: EnvelopeOf(Type.Array(Site)), ...errorResponses(400, 401, 403, 404) },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const principal = principalOf(request);
       // The whole answer is memoised per caller and query: the choice of subscription and the
       // authorisation (an answer of 403 or 404 is thrown, never kept) depend on the caller's id
@@ -78,7 +78,9 @@ export default async function siteRoutes(app: FastifyInstance) {
         const { items, next } = pageOf(request, sites, request.query);
         return { envelope: ok(items.map(siteView)), next };
       };
-      return lists.send(reply, view, build);
+      // A memoised answer is sent in this turn: nothing is returned then (the reply is sent).
+      const sent = lists.send(reply, view, build);
+      return sent instanceof Promise ? sent : undefined;
     },
   );
 

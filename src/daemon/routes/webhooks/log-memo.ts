@@ -6,7 +6,7 @@
 // an answer whose revision is not the current one is rebuilt. Bounded by bytes, least recently
 // used first.
 import type { FastifyReply } from 'fastify';
-import type { ListAnswer } from '../list-memo.js';
+import { keptBody, type ListAnswer } from '../list-memo.js';
 import { sendLink } from '../pages.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -15,7 +15,8 @@ export const LOG_MEMO_BYTES = 8 * 2 ** 20;
 
 interface Memoised {
   revision: string;
-  body: Buffer;
+  body: string | Buffer;
+  bytes: number;
   next: string | null;
 }
 
@@ -40,8 +41,8 @@ export class LogMemo {
     } else {
       if (entry !== undefined) this.#drop(key);
       const answer = await build();
-      entry = { revision, body: Buffer.from(String(reply.serialize(answer.envelope))), next: answer.next };
-      if (entry.body.length <= this.budget) this.#keep(key, entry);
+      entry = { revision, ...keptBody(String(reply.serialize(answer.envelope))), next: answer.next };
+      if (entry.bytes <= this.budget) this.#keep(key, entry);
     }
     sendLink(reply, entry.next);
     return reply.type(JSON_TYPE).send(entry.body);
@@ -50,7 +51,7 @@ export class LogMemo {
   #keep(key: string, entry: Memoised): void {
     this.#drop(key);
     this.#entries.set(key, entry);
-    this.#bytes += entry.body.length;
+    this.#bytes += entry.bytes;
     for (const oldest of this.#entries.keys()) {
       if (this.#bytes <= this.budget) break;
       this.#drop(oldest);
@@ -61,6 +62,6 @@ export class LogMemo {
     const entry = this.#entries.get(key);
     if (!entry) return;
     this.#entries.delete(key);
-    this.#bytes -= entry.body.length;
+    this.#bytes -= entry.bytes;
   }
 }
