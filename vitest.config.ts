@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * The test files that run again on PostgreSQL (their daemons, or the in-process app, on a fresh
@@ -9,6 +10,25 @@ import { defineConfig } from 'vitest/config';
  * and cached reads across daemons in test/sources/reads-across-daemons.test.ts.
  */
 const ON_POSTGRES = ['test/identity/**/*.test.ts', 'test/dispatcher/**/*.test.ts'];
+
+/**
+ * Files that spend a minute or so waiting (a rate over a minute, leases running out, crashes and
+ * restarts), longest first. They start before the rest, so a run never ends waiting for one that
+ * started last: vitest orders files by the durations of the last run, and on a fresh clone,
+ * which has none, by size, where these small files would come late.
+ */
+const LONG_WAITS = ['two-daemons-rate', 'two-daemons', 'postgres-faults', 'retry-schedules', 'crash-events', 'crash-loop', 'reads-across-daemons'];
+
+class LongWaitsFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification) => {
+      const index = LONG_WAITS.findIndex((name) => file.moduleId.endsWith(`/${name}.test.ts`));
+      return index < 0 ? LONG_WAITS.length : index;
+    };
+    const sorted = await super.sort(files);
+    return sorted.map((file, order) => ({ file, order })).sort((a, b) => rank(a.file) - rank(b.file) || a.order - b.order).map(({ file }) => file);
+  }
+}
 
 // Tests drive the built daemon and CLI as child processes, so `npm test` builds first.
 export default defineConfig({
@@ -32,6 +52,7 @@ export default defineConfig({
     isolate: false,
     minWorkers: 5,
     reporters: ['default'],
+    sequence: { sequencer: LongWaitsFirst },
     // The JSON store refuses a write through its own methods inside a transaction (which would
     // otherwise wait for itself): a check that costs every request, so only tests turn it on.
     env: { PANELCTL_STORE_CHECKS: '1' },
