@@ -4,11 +4,12 @@
 // a migrated, empty database on the run's cluster, which createDatabase({ migrated: true })
 // copies; and the receivers' certificate (receiver.ts). Making a TLS key, hashing the admin's
 // password and running the migrations were most of the CPU a test daemon's set-up took.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCertificate } from '../../src/daemon/tls.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { quickPasswordHash } from './passwords.js';
 import { runCli } from './cli.js';
 import { createDatabase, PG_ADMIN_URL_ENV } from './postgres.js';
 import { ADMIN_PASSWORD, TEMPLATES_ENV, type Templates } from './templates.js';
@@ -18,6 +19,13 @@ export default async function setup(): Promise<() => Promise<void>> {
   const dataDir = join(dir, 'data');
   const init = await runCli(['init', '--data-dir', dataDir, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
   if (init.code !== 0) throw new Error(`the template data directory could not be made: ${init.stderr}`);
+  // The admin's password hash at scrypt's N = 1024 instead of the daemon's 16,384 (verification
+  // follows the stored parameters): every login of a test daemon verifies it, and none of them is
+  // about the hash's cost. Tests of init itself make their own directories.
+  const storeFile = join(dataDir, 'store.json');
+  const store = JSON.parse(await readFile(storeFile, 'utf8')) as { users: Array<{ password_hash: string }> };
+  store.users[0].password_hash = quickPasswordHash(ADMIN_PASSWORD);
+  await writeFile(storeFile, JSON.stringify(store), { mode: 0o600 });
   let migratedDatabase: string | null = null;
   const adminUrl = process.env[PG_ADMIN_URL_ENV];
   if (adminUrl) {
