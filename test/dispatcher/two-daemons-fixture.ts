@@ -19,6 +19,8 @@ export interface TwoDaemons {
   /** The admin's token on each daemon. */
   tokens: [string, string];
   databaseUrl: string;
+  /** Stops both daemons (removing their data directories) and the receiver. */
+  dispose(): Promise<void>;
 }
 
 /** Starts both daemons (the second on a new data directory: it gets the database's users) with the request windows out of the way. */
@@ -34,5 +36,10 @@ export async function startTwoDaemons(prefix: string): Promise<TwoDaemons> {
   // Request windows are shared by the daemons too: raise the per-user limit out of the way.
   const settings = await one.request('PUT', '/admin/settings', { token: tokens[0], body: { rate_limit_user_per_minute: 1_000_000 } });
   if (settings.status !== 200) throw new Error(`settings: ${settings.status} ${settings.text}`);
-  return { tls, receiver, one, two, tokens, databaseUrl };
+  const dispose = async () => {
+    await Promise.all([one.dispose(), two.dispose()]);
+    await receiver.close();
+    await tls.dispose();
+  };
+  return { tls, receiver, one, two, tokens, databaseUrl, dispose };
 }

@@ -3,34 +3,25 @@
 // a file of its own and runs beside the other two-daemon tests.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestDaemon } from '../helpers/daemon.js';
 import { pgAdminUrl } from '../helpers/postgres-db.js';
-import { startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { startTwoDaemons } from './two-daemons-fixture.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { startTwoDaemons, type TwoDaemons } from './two-daemons-fixture.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
 
 if (!adminUrl) console.warn(`two-daemon rate test skipped: ${reason}`);
 
 describe.skipIf(!adminUrl)('an endpoint rate limit over two daemons on one PostgreSQL database', () => {
-  let tls: ReceiverTls;
-  let receiver: Receiver;
-  let one: TestDaemon;
-  let two: TestDaemon;
-  let tokens: [string, string];
-  let databaseUrl: string;
+  let pair: TwoDaemons | undefined;
 
   beforeAll(async () => {
-    ({ tls, receiver, one, two, tokens, databaseUrl } = await startTwoDaemons('panelctl_two_rate'));
+    pair = await startTwoDaemons('panelctl_two_rate');
   }, 120_000);
 
-  afterAll(async () => {
-    await Promise.all([one?.dispose(), two?.dispose()]);
-    await receiver?.close();
-    await tls?.dispose();
-  });
+  afterAll(() => pair?.dispose());
 
   it('holds an endpoint at 5 per second over both daemons: 300 events queued up front arrive over 60 s ± 10 %', async () => {
+    const { tls, one, two, tokens, databaseUrl } = pair!;
     const paced = await startReceiver(tls);
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();

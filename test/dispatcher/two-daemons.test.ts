@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
 import { pgAdminUrl } from '../helpers/postgres-db.js';
 import type { Receiver, ReceiverTls } from '../helpers/receiver.js';
-import { LEASE_MS, startTwoDaemons } from './two-daemons-fixture.js';
+import { LEASE_MS, startTwoDaemons, type TwoDaemons } from './two-daemons-fixture.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
 const ENDPOINTS = 10;
@@ -23,6 +23,7 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
   let two: TestDaemon;
   let tokens: [string, string];
   let databaseUrl: string;
+  let pair: TwoDaemons | undefined;
 
   /** Deliveries received per X-Webhook-Delivery id. */
   const counts = () => {
@@ -57,7 +58,8 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
   }
 
   beforeAll(async () => {
-    ({ tls, receiver, one, two, tokens, databaseUrl } = await startTwoDaemons('panelctl_two'));
+    pair = await startTwoDaemons('panelctl_two');
+    ({ tls, receiver, one, two, tokens, databaseUrl } = pair);
     for (let i = 0; i < ENDPOINTS; i++) {
       const created = await (i % 2 ? two : one).request('POST', '/webhooks', {
         token: tokens[i % 2],
@@ -67,11 +69,7 @@ describe.skipIf(!adminUrl)('two daemons on one PostgreSQL database', () => {
     }
   }, 120_000);
 
-  afterAll(async () => {
-    await Promise.all([one?.dispose(), two?.dispose()]);
-    await receiver?.close();
-    await tls?.dispose();
-  });
+  afterAll(() => pair?.dispose());
 
   it("streams on one daemon the attempts the other makes (its log entries are announced by id and read there)", async () => {
     const hooks = await one.request('GET', '/webhooks', { token: tokens[0] });
