@@ -163,11 +163,13 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
     expect(gaps(w.requests())).toEqual(Array(11).fill(250));
   });
 
-  it('hold an endpoint max_in_flight over both: never more requests open to it at once', async () => {
-    const w = (world = await twoDispatchers());
-    await w.endpoint({ max_in_flight: 2 });
+  /**
+   * Publishes `events` to the world's one endpoint with both senders holding every request, and
+   * answers them one at a time once `cap` (or all that are left) are open: answers the most
+   * requests open to it at once over both, counted as each arrives (before it is held).
+   */
+  async function peakOpen(w: NonNullable<typeof world>, events: number, cap: number): Promise<number> {
     const open = () => w.senders[0].held.size + w.senders[1].held.size;
-    // The most requests open at once over both, counted as each arrives (before it is held).
     let peak = 0;
     for (const s of w.senders) {
       s.handle(() => {
@@ -175,41 +177,30 @@ describe.skipIf(TEST_STORE !== 'postgres')('two dispatchers on one PostgreSQL da
         return 'hold';
       });
     }
-    for (let i = 0; i < 12; i++) await w.publish(i);
-    for (let answered = 0; answered < 12; answered++) {
-      await vi.waitFor(() => expect(open()).toBeGreaterThanOrEqual(Math.min(2, 12 - answered)), WAIT);
+    for (let i = 0; i < events; i++) await w.publish(i);
+    for (let answered = 0; answered < events; answered++) {
+      await vi.waitFor(() => expect(open()).toBeGreaterThanOrEqual(Math.min(cap, events - answered)), WAIT);
       // Answer one: the next may go out through either dispatcher.
       const [first] = [...w.senders[0].held, ...w.senders[1].held];
       first.answer!({ status: 200 });
     }
-    await vi.waitFor(() => expect(w.requests()).toHaveLength(12), WAIT);
-    expect(new Set(w.requests().map((r) => r.deliveryId)).size).toBe(12);
-    expect(peak).toBe(2);
+    await vi.waitFor(() => expect(w.requests()).toHaveLength(events), WAIT);
+    expect(new Set(w.requests().map((r) => r.deliveryId)).size).toBe(events);
+    return peak;
+  }
+
+  it('hold an endpoint max_in_flight over both: never more requests open to it at once', async () => {
+    const w = (world = await twoDispatchers());
+    await w.endpoint({ max_in_flight: 2 });
+    expect(await peakOpen(w, 12, 2)).toBe(2);
   });
 
   it('hold the default cap (8) over both for an endpoint that sets no max_in_flight: never more than 8 requests open to it', async () => {
     const w = (world = await twoDispatchers());
     const { id } = await w.endpoint({});
     expect((await w.store.webhooks.get(id))?.max_in_flight).toBeUndefined();
-    const open = () => w.senders[0].held.size + w.senders[1].held.size;
-    let peak = 0;
-    for (const s of w.senders) {
-      s.handle(() => {
-        peak = Math.max(peak, open() + 1);
-        return 'hold';
-      });
-    }
     // More than both dispatchers claim ahead at once (3 × 8 each), so each would hold some.
-    const events = 60;
-    for (let i = 0; i < events; i++) await w.publish(i);
-    for (let answered = 0; answered < events; answered++) {
-      await vi.waitFor(() => expect(open()).toBeGreaterThanOrEqual(Math.min(8, events - answered)), WAIT);
-      const [first] = [...w.senders[0].held, ...w.senders[1].held];
-      first.answer!({ status: 200 });
-    }
-    await vi.waitFor(() => expect(w.requests()).toHaveLength(events), WAIT);
-    expect(new Set(w.requests().map((r) => r.deliveryId)).size).toBe(events);
-    expect(peak).toBe(8);
+    expect(await peakOpen(w, 60, 8)).toBe(8);
   });
 
   it("hands a capped endpoint to the other dispatcher when its holder stops, without waiting for the hold to end", async () => {
