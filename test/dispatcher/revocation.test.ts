@@ -7,6 +7,7 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/factory.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
 import type { TestApp } from '../helpers/app.js';
 import { TEST_STORE } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
@@ -202,6 +203,59 @@ describe('revocation reaches open streams', () => {
     });
     expect(session.frames.filter((f) => f.event === 'webhook')).toHaveLength(0);
     await session.close();
+  });
+
+  /** Makes every open stream re-check its caller: a settings change concerns them all. */
+  async function touchSettings() {
+    const current = await world.daemon.request('GET', '/admin/settings', { token: world.admin });
+    expect(current.status, current.text).toBe(200);
+    const put = await world.daemon.request('PUT', '/admin/settings', { token: world.admin, body: { login_max_attempts: current.body.data.login_max_attempts } });
+    expect(put.status, put.text).toBe(200);
+  }
+
+  it('keeps a stream open when a re-check meets the store down for a moment, holding its frames until the caller is vouched for', async () => {
+    const { customer, deliver } = await customerWithEndpoint();
+    const key = await apiKey(customer.jwt);
+    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+
+    const lookUp = vi.spyOn(holder.app.store.apiKeys, 'callerByHash').mockRejectedValueOnce(new StoreUnavailableError('the database is restarting'));
+    try {
+      await touchSettings();
+      // The failed look-up, then the one asked again after a pause, which answers.
+      await vi.waitFor(() => expect(lookUp.mock.calls.length).toBeGreaterThanOrEqual(2), { timeout: 10_000, interval: 20 });
+      await expect(lookUp.mock.results[1].value).resolves.toBeTruthy();
+      await deliver();
+      await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(2), { timeout: 30_000, interval: 20 });
+      expect(stream.ended).toBe(false);
+    } finally {
+      lookUp.mockRestore();
+      await stream.close();
+    }
+  });
+
+  it('ends a stream whose caller the store cannot vouch for after asking again, and sends it nothing meanwhile', async () => {
+    const { customer, deliver } = await customerWithEndpoint();
+    const key = await apiKey(customer.jwt);
+    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+
+    const lookUp = vi.spyOn(holder.app.store.apiKeys, 'callerByHash').mockRejectedValue(new StoreUnavailableError('the database is down'));
+    try {
+      await touchSettings();
+      await vi.waitFor(() => expect(lookUp).toHaveBeenCalled(), { timeout: 10_000, interval: 20 });
+      // Logged while the re-check is out: held, and never sent once the stream ends.
+      await deliver();
+      await vi.waitFor(() => expect(stream.ended).toBe(true), { timeout: 10_000, interval: 20 });
+      expect(lookUp.mock.calls.length).toBeGreaterThan(1);
+      expect(stream.text()).toContain(': ended: the credential could not be checked again');
+      expect(deliveries(stream)).toHaveLength(1);
+    } finally {
+      lookUp.mockRestore();
+      await stream.close();
+    }
   });
 
   // Roles change only in the store (no route changes one): another store handle changes it there,

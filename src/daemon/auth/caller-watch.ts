@@ -20,6 +20,13 @@ export const EXPIRY_CHECK_MS = 1_000;
 /** Frames held while a re-check is out, at most; past this the stream ends rather than buffers. */
 const MAX_HELD_FRAMES = 10_000;
 
+/**
+ * Waits before asking the store again when a re-check could not be answered (a connection cut or
+ * a database restarting): a blip does not end every open stream, and a store that stays down
+ * ends them within about two seconds. Frames stay held meanwhile.
+ */
+const RECHECK_RETRY_MS = [100, 400, 1_500];
+
 export interface CallerWatch {
   /** Runs `send` now if the caller is known to be valid, else once the re-check in flight confirms it (never if it fails). */
   pass(send: () => void): void;
@@ -78,6 +85,7 @@ export function watchCaller(app: FastifyInstance, request: FastifyRequest, end: 
 
   const check = (): Promise<void> =>
     (async () => {
+      let failures = 0;
       do {
         again = false;
         if (!credential) return finish('authentication required');
@@ -88,8 +96,14 @@ export function watchCaller(app: FastifyInstance, request: FastifyRequest, end: 
             return finish(`the account's role changed to ${fresh.principal.role}; open the stream again`);
           }
           expiresAt = fresh.expiresAt;
+          failures = 0;
         } catch (error) {
           if (error instanceof ApiError) return finish(error.message);
+          if (failures < RECHECK_RETRY_MS.length) {
+            await new Promise((resolve) => setTimeout(resolve, RECHECK_RETRY_MS[failures++]));
+            again = true;
+            continue;
+          }
           // The store could not answer: the caller cannot be vouched for, so the stream ends and
           // its client reconnects (with Last-Event-ID, missing nothing) once it can be.
           request.log.warn({ err: error }, 'an open stream could not re-check its caller and was ended');
