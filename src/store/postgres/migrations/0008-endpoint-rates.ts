@@ -1,8 +1,8 @@
 // Rate limits and caps held across daemons (issue 33). `rate_limit_per_second` on the endpoint;
 // `endpoint_claims` keeps, per endpoint, what every daemon's claim must agree on: the time the
-// next attempt may be sent (a token schedule the claims advance) and which daemon holds an
-// endpoint with its own `max_in_flight` (one at a time, so the cap is the endpoint's, not each
-// daemon's). A claim locks the rows it reads, so two daemons never hand out the same time or
+// next attempt may be sent (a token schedule the claims advance) and which daemon holds the
+// endpoint (one at a time, so its `max_in_flight`, set or the default, is the endpoint's, not
+// each daemon's). A claim locks the rows it reads, so two daemons never hand out the same time or
 // both hold one endpoint. One row per endpoint, made with it.
 export default /* sql */ `
 ALTER TABLE webhooks ADD COLUMN rate_limit_per_second integer;
