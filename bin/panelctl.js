@@ -8,7 +8,9 @@
 'use strict';
 const { createHash } = require('node:crypto');
 const { readFileSync, writeFileSync } = require('node:fs');
-const { createRequire } = require('node:module');
+// Module.createRequire is node:module's createRequire; the public node:module would load parts of
+// the ES module loader on every start.
+const { createRequire } = module.constructor;
 const { join } = require('node:path');
 const { pathToFileURL } = require('node:url');
 const vm = require('node:vm');

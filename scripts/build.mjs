@@ -153,6 +153,12 @@ async function bundleCli() {
         const getters = names.map((name) => `${JSON.stringify(name)}: { enumerable: true, get: () => load()[${JSON.stringify(name)}] }`);
         return { contents: `let loaded; const load = ${load}; Object.defineProperties(exports, { __esModule: { value: true }, ${getters.join(', ')} });`, loader: 'js' };
       });
+      // The version is package.json's, read here rather than on every start: package.json is an
+      // input of the build (a change rebuilds), so the bundle's constant is what dist/shared/version.js reads.
+      b.onLoad({ filter: /[\\/]src[\\/]shared[\\/]version\.ts$/ }, () => ({
+        contents: `export const VERSION = ${JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)};`,
+        loader: 'ts',
+      }));
       b.onLoad({ filter: /\.tsx?$/ }, async (args) => {
         const text = await readFile(args.path, 'utf8');
         const here = `require('node:url').pathToFileURL(require('node:path').join(__dirname, ${JSON.stringify(fromBundle(compiledPath(args.path)))})).href`;

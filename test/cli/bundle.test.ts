@@ -86,6 +86,13 @@ describe('the built CLI runs from its bundle', () => {
     expect(await loaded()).toContain('dist/daemon/state-file.js');
   });
 
+  it("--version prints package.json's version (a constant of the bundle, made by the build)", async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const result = await runCli(['--version'], { env });
+    expect(result.stdout).toBe(`${version}\n`);
+    expect(result.code).toBe(0);
+  });
+
   it('the code cache made by the build is accepted by this Node', () => {
     const loader = JSON.stringify(join(ROOT, 'bin/panelctl.js'));
     const child = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], {
