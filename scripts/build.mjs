@@ -235,7 +235,7 @@ function wrapCli(text, imports) {
  * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a fake
  * API): the compiled code of commander, the program, the context and the client. It is only an
  * optimisation: V8 rejects a cache made by another Node version or other flags, and the loader
- * then compiles the source. The file starts with the sha-256 of the source it belongs to.
+ * then compiles the source. The file starts with the source it belongs to (see bin/panelctl.js).
  */
 function writeCodeCache() {
   const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));

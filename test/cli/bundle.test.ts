@@ -118,6 +118,27 @@ describe('the built CLI runs from its bundle', () => {
     expect(child.status).toBe(0);
   });
 
+  it('a damaged cache file is ignored: the source is compiled', async () => {
+    const copy = join(dir, 'damaged');
+    await cp(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
+    await cp(join(ROOT, 'dist/cli-bundle'), join(copy, 'dist/cli-bundle'), { recursive: true });
+    const cacheFile = join(copy, 'dist/cli-bundle/cli.js.cache');
+    const cache = await readFile(cacheFile);
+    const loader = JSON.stringify(join(copy, 'bin/panelctl.js'));
+    const rejected = () =>
+      spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    // Cut inside the source it holds, then inside V8's data: neither is used as a cache.
+    for (const length of [2, 1000, cache.length - 1000]) {
+      await writeFile(cacheFile, cache.subarray(0, length));
+      const child = rejected();
+      expect(child.stderr).toBe('');
+      expect(child.stdout, `cache cut at ${length} bytes`).not.toBe('false');
+      const help = spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), 'keys', '--help'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(help.stdout).toContain('create, list and delete API keys');
+      expect(help.status).toBe(0);
+    }
+  });
+
   it('the bundle holds no class of src/shared: a copy of one would not be the class daemon code uses', async () => {
     const source = await readFile(join(ROOT, 'dist/cli-bundle/cli.js'), 'utf8');
     for (const name of ['errors', 'events', 'paths', 'settings', 'version', 'page-limit', 'webhook-protocol', 'log-format', 'email', 'hostname', 'envelope']) {
