@@ -6,9 +6,10 @@
 // generator, tests). This file is CommonJS (bin/package.json): an ES module entry would start
 // Node's ESM loader before anything needs it.
 'use strict';
-const { createHash } = require('node:crypto');
 const { readFileSync, writeFileSync } = require('node:fs');
-const { createRequire } = require('node:module');
+// Module.createRequire is node:module's createRequire; the public node:module would load parts of
+// the ES module loader on every start.
+const { createRequire } = module.constructor;
 const { join } = require('node:path');
 const { pathToFileURL } = require('node:url');
 const vm = require('node:vm');
@@ -18,18 +19,20 @@ const file = join(dir, 'cli.js');
 const cacheFile = `${file}.cache`;
 
 /**
- * Compiles and runs cli.js, with the cache when it was made from this very source (its first 32
- * bytes are the source's sha-256; V8 itself checks only the length). V8 ignores a cache from
- * another Node version or other flags (`script.cachedDataRejected`): the source is compiled then.
+ * Compiles and runs cli.js, with the cache when it was made from this very source: the cache file
+ * holds that source (its length, 4 bytes, then the source, then V8's data), compared byte for
+ * byte, which costs less than hashing it (V8 itself checks only the source's length). V8 ignores
+ * a cache from another Node version or other flags (`script.cachedDataRejected`): the source is
+ * compiled then.
  */
 function loadCli({ useCache = true } = {}) {
   const bytes = readFileSync(file);
-  const hash = createHash('sha256').update(bytes).digest();
   let cachedData;
   if (useCache) {
     try {
       const cache = readFileSync(cacheFile);
-      if (cache.subarray(0, hash.length).equals(hash)) cachedData = cache.subarray(hash.length);
+      const end = 4 + bytes.length;
+      if (cache.length > end && cache.readUInt32LE(0) === bytes.length && cache.subarray(4, end).equals(bytes)) cachedData = cache.subarray(end);
     } catch {
       // no cache: compile the source
     }
@@ -50,12 +53,12 @@ function loadCli({ useCache = true } = {}) {
     return imported.get(specifier);
   };
   script.runInThisContext()(module.exports, createRequire(file), module, file, dir, importModule, importedModule);
-  return { cli: module.exports, script, hash };
+  return { cli: module.exports, script, bytes };
 }
 
 /** Run by scripts/build.mjs: the code cache after a `keys list --json` against a fake API. */
 async function writeCodeCache() {
-  const { cli, script, hash } = loadCli({ useCache: false });
+  const { cli, script, bytes } = loadCli({ useCache: false });
   const sink = { write: () => true, isTTY: false };
   const io = {
     stdout: sink,
@@ -73,7 +76,9 @@ async function writeCodeCache() {
   };
   const code = await cli.run(['node', 'panelctl', 'keys', 'list', '--json'], { io, transport });
   if (code !== 0) throw new Error(`keys list --json against the fake API exited ${code}`);
-  writeFileSync(cacheFile, Buffer.concat([hash, script.createCachedData()]));
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(bytes.length);
+  writeFileSync(cacheFile, Buffer.concat([length, bytes, script.createCachedData()]));
 }
 
 if (require.main === module) loadCli().cli.main(process.argv);

@@ -87,6 +87,17 @@ await bundleCli();
 writeFileSync(stamp, `${JSON.stringify({ started: started.toISOString(), inputs: digest })}\n`);
 utimesSync(stamp, started, started);
 
+/**
+ * A module whose exports `names` are getters: the module `specifier` is required when one is
+ * first read. A built-in's default export is the module itself.
+ */
+function lazyExports(names, specifier, { builtin = false } = {}) {
+  const load = `() => (loaded ??= require(${specifier}))`;
+  const value = (name) => (builtin && name === 'default' ? 'load()' : `load()[${JSON.stringify(name)}]`);
+  const getters = names.map((name) => `${JSON.stringify(name)}: { enumerable: true, get: () => ${value(name)} }`);
+  return `let loaded; const load = ${load}; Object.defineProperties(exports, { __esModule: { value: true }, ${getters.join(', ')} });`;
+}
+
 /** The path of `file`, as an import specifier relative to the bundle's directory. */
 function fromBundle(file) {
   const path = relative(bundleDir, file).split(sep).join('/');
@@ -125,6 +136,9 @@ async function bundleCli() {
         // commander needs child_process only to run executable subcommands, which panelctl has
         // none of: it is required when first used, not on every start.
         if (args.path === 'node:child_process' && args.kind === 'require-call') return { path: args.path, namespace: 'panelctl-lazy-builtin' };
+        // node:os is for the home directory, read only when no directory is given: it is loaded
+        // where one of its names is first read (Node does not load it on its own).
+        if (args.path === 'node:os' && args.kind === 'import-statement') return { path: args.path, namespace: 'panelctl-lazy-builtin-names' };
         if (args.path.startsWith('node:')) return { path: args.path, external: true };
         // ink has a top-level await, so require() cannot load it: the code that needs it imports
         // it first (watch's loadView), and its static imports read that namespace.
@@ -145,14 +159,22 @@ async function bundleCli() {
         contents: `let loaded; module.exports = new Proxy({}, { get: (_, name) => (loaded ??= require(${JSON.stringify(args.path)}))[name] });`,
         loader: 'js',
       }));
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy-builtin-names' }, async (args) => ({
+        contents: lazyExports(Object.keys(await import(args.path)), JSON.stringify(args.path), { builtin: true }),
+        loader: 'js',
+      }));
       b.onLoad({ filter: /.*/, namespace: 'panelctl-imported' }, (args) => ({ contents: `module.exports = __panelctlImported(${JSON.stringify(args.path)});`, loader: 'js' }));
       b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy' }, async (args) => {
         // Its names, from the tsc output (built before the bundle): one getter each.
         const names = Object.keys(await import(pathToFileURL(resolve(bundleDir, args.path)).href));
-        const load = `() => (loaded ??= require(${JSON.stringify(args.path)}))`;
-        const getters = names.map((name) => `${JSON.stringify(name)}: { enumerable: true, get: () => load()[${JSON.stringify(name)}] }`);
-        return { contents: `let loaded; const load = ${load}; Object.defineProperties(exports, { __esModule: { value: true }, ${getters.join(', ')} });`, loader: 'js' };
+        return { contents: lazyExports(names, JSON.stringify(args.path)), loader: 'js' };
       });
+      // The version is package.json's, read here rather than on every start: package.json is an
+      // input of the build (a change rebuilds), so the bundle's constant is what dist/shared/version.js reads.
+      b.onLoad({ filter: /[\\/]src[\\/]shared[\\/]version\.ts$/ }, () => ({
+        contents: `export const VERSION = ${JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)};`,
+        loader: 'ts',
+      }));
       b.onLoad({ filter: /\.tsx?$/ }, async (args) => {
         const text = await readFile(args.path, 'utf8');
         const here = `require('node:url').pathToFileURL(require('node:path').join(__dirname, ${JSON.stringify(fromBundle(compiledPath(args.path)))})).href`;
@@ -213,7 +235,7 @@ function wrapCli(text, imports) {
  * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a fake
  * API): the compiled code of commander, the program, the context and the client. It is only an
  * optimisation: V8 rejects a cache made by another Node version or other flags, and the loader
- * then compiles the source. The file starts with the sha-256 of the source it belongs to.
+ * then compiles the source. The file starts with the source it belongs to (see bin/panelctl.js).
  */
 function writeCodeCache() {
   const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));

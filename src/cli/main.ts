@@ -59,12 +59,33 @@ export function exitQuietlyOnClosedPipe(stream: NodeJS.WriteStream, exit: (code:
   });
 }
 
+/** process.exit(code) once stdout and stderr have written what they were given. */
+function exitWhenWritten(code: number): void {
+  let pending = 0;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.writableLength > 0 && !stream.destroyed) {
+      pending++;
+      stream.write('', done);
+    }
+  }
+  if (pending === 0) process.exit(code);
+}
+
 export function main(argv: string[]): void {
   exitQuietlyOnClosedPipe(process.stdout);
   exitQuietlyOnClosedPipe(process.stderr);
   run(argv).then(
     (code) => {
       process.exitCode = code;
+      // run() awaits all of a command's work, its connections closed. What is left are closing
+      // handles and V8's idle-time work (a young-generation collection), which a finished
+      // command need not wait for: exit once stdout and stderr hold nothing unwritten (pipes,
+      // files and terminals are written synchronously on Linux; elsewhere a pipe can still hold
+      // some). A stream that failed (a closed pipe) is left to its 'error' listener.
+      if (!process.stdout.errored && !process.stderr.errored) exitWhenWritten(code);
       // Lingering keep-alive sockets must not hold a finished command open.
       setTimeout(() => process.exit(code), 50).unref();
     },

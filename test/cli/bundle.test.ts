@@ -86,6 +86,13 @@ describe('the built CLI runs from its bundle', () => {
     expect(await loaded()).toContain('dist/daemon/state-file.js');
   });
 
+  it("--version prints package.json's version (a constant of the bundle, made by the build)", async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const result = await runCli(['--version'], { env });
+    expect(result.stdout).toBe(`${version}\n`);
+    expect(result.code).toBe(0);
+  });
+
   it('the code cache made by the build is accepted by this Node', () => {
     const loader = JSON.stringify(join(ROOT, 'bin/panelctl.js'));
     const child = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], {
@@ -109,6 +116,27 @@ describe('the built CLI runs from its bundle', () => {
     const child = spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), 'keys', '--help'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
     expect(child.stdout).toContain(after);
     expect(child.status).toBe(0);
+  });
+
+  it('a damaged cache file is ignored: the source is compiled', async () => {
+    const copy = join(dir, 'damaged');
+    await cp(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
+    await cp(join(ROOT, 'dist/cli-bundle'), join(copy, 'dist/cli-bundle'), { recursive: true });
+    const cacheFile = join(copy, 'dist/cli-bundle/cli.js.cache');
+    const cache = await readFile(cacheFile);
+    const loader = JSON.stringify(join(copy, 'bin/panelctl.js'));
+    const rejected = () =>
+      spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    // Cut inside the source it holds, then inside V8's data: neither is used as a cache.
+    for (const length of [2, 1000, cache.length - 1000]) {
+      await writeFile(cacheFile, cache.subarray(0, length));
+      const child = rejected();
+      expect(child.stderr).toBe('');
+      expect(child.stdout, `cache cut at ${length} bytes`).not.toBe('false');
+      const help = spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), 'keys', '--help'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(help.stdout).toContain('create, list and delete API keys');
+      expect(help.status).toBe(0);
+    }
   });
 
   it('the bundle holds no class of src/shared: a copy of one would not be the class daemon code uses', async () => {
