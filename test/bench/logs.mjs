@@ -1,10 +1,11 @@
 // Delivery logs and endpoint health at scale: GET /webhooks/:id/deliveries (100 entries) on
 // PostgreSQL against a bare route answering the same bytes, and GET /webhooks?limit=100 with
 // 10,000 endpoints (each with a log of mixed outcomes) on both stores, timed request by request.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { spawn, spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { Agent, request } from 'undici';
 import { createDatabase, socketUrlOf } from '../helpers/postgres.ts';
 import { ADMIN_PASSWORD, BIN, ROOT, login, makeDataDir, median, sign, startDaemon, stopDaemon, tlsOf } from './lib.mjs';
@@ -13,9 +14,9 @@ import { ADMIN_PASSWORD, BIN, ROOT, login, makeDataDir, median, sign, startDaemo
 const LARGE_LOG_ENTRIES = 20;
 const LARGE_REQUESTS = 200;
 
-async function makePgDataDir(url) {
+async function makePgDataDir(url, bin = BIN) {
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-bench-'));
-  const result = spawnSync(process.execPath, [BIN, 'init', '--data-dir', dir, '--database-url', url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+  const result = spawnSync(process.execPath, [bin, 'init', '--data-dir', dir, '--database-url', url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
   if (result.status !== 0) throw new Error(`init --database-url failed: ${result.stderr}`);
   return dir;
 }
@@ -50,27 +51,88 @@ function mixedLog(endpointId, entries, nowMs) {
   });
 }
 
+/** CPU time (user + system) of a process, in µs, from /proc (Linux). */
+async function cpuMicros(pid) {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** The PostgreSQL server's processes (the postmaster's children: backends and workers) now. */
+async function serverPids(postmaster) {
+  const children = await readFile(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').catch(() => '');
+  return children.split(' ').filter(Boolean).map(Number);
+}
+
+/** CPU of the whole server (its processes at the start and end of a round), in µs. */
+async function serverCpu(postmaster) {
+  let total = 0;
+  for (const pid of await serverPids(postmaster)) total += await cpuMicros(pid).catch(() => 0);
+  return total;
+}
+
 /**
- * GET /webhooks/:id/deliveries on PostgreSQL against a bare route answering the same bytes, in
- * alternating rounds (`alternate` and `summarise` from run.mjs, API keys as there).
+ * A cannon round's figures with the CPU per request it cost the daemon (`daemon_us`) and the
+ * PostgreSQL server (`server_us`, all of its processes, so other databases' idle daemons too).
  */
-export async function benchLogPostgres(adminUrl, { entries, rounds, settings, alternate, summarise, adminKeys, log }) {
-  const { PostgresStore } = await import(join(ROOT, 'dist/store/postgres/postgres-store.js'));
-  const url = await socketUrlOf(await createDatabase(adminUrl, 'bench_log'));
-  const dataDir = await makePgDataDir(url);
+function measured(pid, postmaster) {
+  return async (run) => {
+    const [d0, s0] = [await cpuMicros(pid), await serverCpu(postmaster)];
+    const result = await run();
+    const [d1, s1] = [await cpuMicros(pid), await serverCpu(postmaster)];
+    return { result, extra: (r) => ({ daemon_us: (d1 - d0) / r.total, server_us: (s1 - s0) / r.total }) };
+  };
+}
+
+/** The postmaster's pid: the parent of a backend of the database at `url`. */
+async function postmasterOf(url) {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+    const stat = await readFile(`/proc/${rows[0].pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A database with the admin's endpoint and its full log, seeded through the store of the build in `root`, and its data directory. */
+async function seedLogDatabase(adminUrl, name, entries, root = ROOT, bin = BIN) {
+  const { PostgresStore } = await import(join(root, 'dist/store/postgres/postgres-store.js'));
+  const url = await socketUrlOf(await createDatabase(adminUrl, name));
+  const dataDir = await makePgDataDir(url, bin);
   const store = await PostgresStore.open(url);
   const now = new Date().toISOString();
   const hook = await store.webhooks.insert({ user_id: 1, url: 'https://hooks.example.com/panel', secret: 'bench-secret', events: '*', active: true, created_at: now, updated_at: now });
   await store.deliveryLog.append(fullLog(hook.id, entries, now));
   await store.close();
-  const daemon = await startDaemon(dataDir, { env: { PANELCTL_DATABASE_URL: url } });
+  return { url, dataDir, hookId: hook.id };
+}
+
+/**
+ * GET /webhooks/:id/deliveries on PostgreSQL against a bare route answering the same bytes, in
+ * alternating rounds (`alternate` and `summarise` from run.mjs, API keys as there), with the CPU
+ * per request of the daemon and of the PostgreSQL server. BENCH_LOGS_OTHER=DIR adds the daemon
+ * of the checkout built in DIR (its own database on the same cluster, seeded the same way) to
+ * each round, to compare two builds in one run.
+ */
+export async function benchLogPostgres(adminUrl, { entries, rounds, settings, alternate, summarise, adminKeys, log }) {
+  const seeded = await seedLogDatabase(adminUrl, 'bench_log', entries);
+  const otherRoot = process.env.BENCH_LOGS_OTHER;
+  const otherSeeded = otherRoot ? await seedLogDatabase(adminUrl, 'bench_log_other', entries, otherRoot, join(otherRoot, 'bin/panelctl.js')) : null;
+  const { dataDir, hookId } = seeded;
+  const postmaster = await postmasterOf(seeded.url);
+  const daemon = await startDaemon(dataDir, { env: { PANELCTL_DATABASE_URL: seeded.url } });
+  const other = otherSeeded && (await startDaemon(otherSeeded.dataDir, { env: { PANELCTL_DATABASE_URL: otherSeeded.url }, bin: join(otherRoot, 'bin/panelctl.js') }));
   const tls = await tlsOf(dataDir);
   let bare;
   try {
     const admin = await login(daemon.url, tls.cert);
     await admin.call('PUT', '/admin/settings', settings);
     const keys = await adminKeys(admin, 8);
-    const path = `/api/v1/webhooks/${hook.id}/deliveries`;
+    const path = `/api/v1/webhooks/${hookId}/deliveries`;
     const agent = new Agent({ connect: { ca: tls.cert } });
     const res = await request(`${daemon.url}${path}`, { headers: { authorization: `Bearer ${keys[0]}` }, dispatcher: agent });
     const body = await res.body.text();
@@ -80,16 +142,38 @@ export async function benchLogPostgres(adminUrl, { entries, rounds, settings, al
     await writeFile(bodyFile, body);
     bare = spawn(process.execPath, [join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), `${path}=${bodyFile}`], { stdio: ['ignore', 'pipe', 'inherit'] });
     const port = await new Promise((resolve) => bare.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
-    log(`api ${path} on PostgreSQL: daemon and bare route, alternating…`);
-    const runs = await alternate({ url: `${daemon.url}${path}`, ca: tls.cert, headers: {}, keys }, { url: `https://127.0.0.1:${port}${path}`, ca: tls.cert, headers: {} }, rounds);
-    return summarise(runs.panel, runs.baseline, { path, bytes: Buffer.byteLength(body) });
+    const others = [];
+    if (other) {
+      const otherTls = await tlsOf(otherSeeded.dataDir);
+      const otherAdmin = await login(other.url, otherTls.cert);
+      await otherAdmin.call('PUT', '/admin/settings', settings);
+      const otherPath = `/api/v1/webhooks/${otherSeeded.hookId}/deliveries`;
+      others.push({ url: `${other.url}${otherPath}`, ca: otherTls.cert, headers: {}, keys: await adminKeys(otherAdmin, 8), measure: measured(other.pid, postmaster) });
+    }
+    log(`api ${path} on PostgreSQL: daemon and bare route${other ? ' and the other build' : ''}, alternating…`);
+    const runs = await alternate(
+      { url: `${daemon.url}${path}`, ca: tls.cert, headers: {}, keys, measure: measured(daemon.pid, postmaster) },
+      { url: `https://127.0.0.1:${port}${path}`, ca: tls.cert, headers: {} },
+      rounds,
+      others,
+    );
+    const cpu = (runs) => ({ daemon_us: median(runs.map((r) => r.daemon_us)), server_us: median(runs.map((r) => r.server_us)) });
+    const result = summarise(runs.panel, runs.baseline, { path, bytes: Buffer.byteLength(body), cpu: cpu(runs.panel) });
+    log(`  this build: ${Math.round(result.panel.rps)} vs ${Math.round(result.baseline.rps)} req/s, ratio ${result.ratio.toFixed(2)} (${result.ratioMin.toFixed(2)}–${result.ratioMax.toFixed(2)}); CPU per request: daemon ${result.cpu.daemon_us.toFixed(0)} µs, PostgreSQL ${result.cpu.server_us.toFixed(0)} µs (medians of rounds)`);
+    if (other) {
+      result.other = summarise(runs.others[0], runs.baseline, { cpu: cpu(runs.others[0]) });
+      log(`  other build: ${Math.round(result.other.panel.rps)} req/s, ratio ${result.other.ratio.toFixed(2)} (${result.other.ratioMin.toFixed(2)}–${result.other.ratioMax.toFixed(2)}); CPU per request: daemon ${result.other.cpu.daemon_us.toFixed(0)} µs, PostgreSQL ${result.other.cpu.server_us.toFixed(0)} µs`);
+    }
+    return result;
   } finally {
     if (bare) {
       bare.kill();
       await new Promise((resolve) => (bare.exitCode !== null ? resolve() : bare.once('exit', resolve)));
     }
     await stopDaemon(daemon);
+    if (other) await stopDaemon(other);
     await rm(dataDir, { recursive: true, force: true });
+    if (otherSeeded) await rm(otherSeeded.dataDir, { recursive: true, force: true });
   }
 }
 
