@@ -98,6 +98,32 @@ async function postmasterOf(url) {
   }
 }
 
+/**
+ * BENCH_LOGS_STATEMENTS=1 (run with BENCH_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements"):
+ * each database's statements by server time, per request of its daemon's rounds (warm-ups included
+ * in the counts, so the figures are an upper bound by a few percent).
+ */
+async function logStatements(url, otherUrl, requests, otherRequests, log) {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    for (const [dbUrl, n] of [[url, requests], [otherUrl, otherRequests]]) {
+      if (!n) continue;
+      const db = new URL(dbUrl).pathname.slice(1);
+      const { rows } = await client.query(
+        `SELECT calls::float8 AS calls, total_exec_time::float8 AS ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query FROM pg_stat_statements
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY total_exec_time DESC LIMIT 8`,
+        [db],
+      );
+      log(`  ${db}: statements by server time (${n} requests timed)`);
+      for (const row of rows) log(`    ${((row.ms * 1000) / n).toFixed(1)} µs/request, ${(row.calls / n).toFixed(2)} calls/request, ${((row.ms * 1000) / row.calls).toFixed(1)} µs/call: ${row.query}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 /** A database with the admin's endpoint and its full log, seeded through the store of the build in `root`, and its data directory. */
 async function seedLogDatabase(adminUrl, name, entries, root = ROOT, bin = BIN) {
   const { PostgresStore } = await import(join(root, 'dist/store/postgres/postgres-store.js'));
@@ -160,6 +186,7 @@ export async function benchLogPostgres(adminUrl, { entries, rounds, settings, al
     const cpu = (runs) => ({ daemon_us: median(runs.map((r) => r.daemon_us)), server_us: median(runs.map((r) => r.server_us)) });
     const result = summarise(runs.panel, runs.baseline, { path, bytes: Buffer.byteLength(body), cpu: cpu(runs.panel) });
     log(`  this build: ${Math.round(result.panel.rps)} vs ${Math.round(result.baseline.rps)} req/s, ratio ${result.ratio.toFixed(2)} (${result.ratioMin.toFixed(2)}–${result.ratioMax.toFixed(2)}); CPU per request: daemon ${result.cpu.daemon_us.toFixed(0)} µs, PostgreSQL ${result.cpu.server_us.toFixed(0)} µs (medians of rounds)`);
+    if (process.env.BENCH_LOGS_STATEMENTS === '1') await logStatements(seeded.url, otherSeeded?.url, runs.panel.reduce((n, r) => n + r.total, 0), other ? runs.others[0].reduce((n, r) => n + r.total, 0) : 0, log);
     if (other) {
       result.other = summarise(runs.others[0], runs.baseline, { cpu: cpu(runs.others[0]) });
       log(`  other build: ${Math.round(result.other.panel.rps)} req/s, ratio ${result.other.ratio.toFixed(2)} (${result.other.ratioMin.toFixed(2)}–${result.other.ratioMax.toFixed(2)}); CPU per request: daemon ${result.other.cpu.daemon_us.toFixed(0)} µs, PostgreSQL ${result.other.cpu.server_us.toFixed(0)} µs`);
