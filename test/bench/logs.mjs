@@ -59,43 +59,54 @@ async function cpuMicros(pid) {
 }
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-/** The PostgreSQL server's processes (the postmaster's children: backends and workers) now. */
-async function serverPids(postmaster) {
-  const children = await readFile(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').catch(() => '');
-  return children.split(' ').filter(Boolean).map(Number);
-}
-
-/** CPU of the whole server (its processes at the start and end of a round), in µs. */
-async function serverCpu(postmaster) {
-  let total = 0;
-  for (const pid of await serverPids(postmaster)) total += await cpuMicros(pid).catch(() => 0);
-  return total;
-}
-
 /**
- * A cannon round's figures with the CPU per request it cost the daemon (`daemon_us`) and the
- * PostgreSQL server (`server_us`, all of its processes, so other databases' idle daemons too).
+ * The CPU of the server processes serving the database at `url` (its connections, as
+ * pg_stat_activity lists them), in µs: `start()` notes each connection's CPU, `end()` answers what
+ * the connections listed then spent since (all of it for one opened meanwhile: a pool reopens
+ * connections it closed while the other sides' rounds ran). The server's own processes and
+ * other databases' connections (the other build's daemon, idle or polling) are left out: at a
+ * few hundred requests a second their background work would weigh more per request than the
+ * request's own statements.
  */
-function measured(pid, postmaster) {
-  return async (run) => {
-    const [d0, s0] = [await cpuMicros(pid), await serverCpu(postmaster)];
-    const result = await run();
-    const [d1, s1] = [await cpuMicros(pid), await serverCpu(postmaster)];
-    return { result, extra: (r) => ({ daemon_us: (d1 - d0) / r.total, server_us: (s1 - s0) / r.total }) };
+function backendsCpu(url) {
+  const db = new URL(url).pathname.slice(1);
+  const backends = async () => {
+    const client = new pg.Client(url);
+    await client.connect();
+    try {
+      return (await client.query('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db])).rows.map((r) => r.pid);
+    } finally {
+      await client.end();
+    }
+  };
+  const cpuOf = async (pids) => new Map(await Promise.all(pids.map(async (pid) => [pid, await cpuMicros(pid).catch(() => null)])));
+  let before = new Map();
+  return {
+    async start() {
+      before = await cpuOf(await backends());
+    },
+    async end() {
+      let spent = 0;
+      for (const [pid, cpu] of await cpuOf(await backends())) if (cpu !== null) spent += cpu - (before.get(pid) ?? 0);
+      return spent;
+    },
   };
 }
 
-/** The postmaster's pid: the parent of a backend of the database at `url`. */
-async function postmasterOf(url) {
-  const client = new pg.Client(url);
-  await client.connect();
-  try {
-    const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
-    const stat = await readFile(`/proc/${rows[0].pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } finally {
-    await client.end();
-  }
+/**
+ * A cannon round's figures with the CPU per request it cost the daemon (`daemon_us`) and its
+ * database's server processes (`server_us`, see backendsCpu).
+ */
+function measured(pid, url) {
+  const server = backendsCpu(url);
+  return async (run) => {
+    await server.start();
+    const d0 = await cpuMicros(pid);
+    const result = await run();
+    const d1 = await cpuMicros(pid);
+    const spent = await server.end();
+    return { result, extra: (r) => ({ daemon_us: (d1 - d0) / r.total, server_us: spent / r.total }) };
+  };
 }
 
 /**
@@ -149,7 +160,6 @@ export async function benchLogPostgres(adminUrl, { entries, rounds, settings, al
   const otherRoot = process.env.BENCH_LOGS_OTHER;
   const otherSeeded = otherRoot ? await seedLogDatabase(adminUrl, 'bench_log_other', entries, otherRoot, join(otherRoot, 'bin/panelctl.js')) : null;
   const { dataDir, hookId } = seeded;
-  const postmaster = await postmasterOf(seeded.url);
   const daemon = await startDaemon(dataDir, { env: { PANELCTL_DATABASE_URL: seeded.url } });
   const other = otherSeeded && (await startDaemon(otherSeeded.dataDir, { env: { PANELCTL_DATABASE_URL: otherSeeded.url }, bin: join(otherRoot, 'bin/panelctl.js') }));
   const tls = await tlsOf(dataDir);
@@ -174,22 +184,22 @@ export async function benchLogPostgres(adminUrl, { entries, rounds, settings, al
       const otherAdmin = await login(other.url, otherTls.cert);
       await otherAdmin.call('PUT', '/admin/settings', settings);
       const otherPath = `/api/v1/webhooks/${otherSeeded.hookId}/deliveries`;
-      others.push({ url: `${other.url}${otherPath}`, ca: otherTls.cert, headers: {}, keys: await adminKeys(otherAdmin, 8), measure: measured(other.pid, postmaster) });
+      others.push({ url: `${other.url}${otherPath}`, ca: otherTls.cert, headers: {}, keys: await adminKeys(otherAdmin, 8), measure: measured(other.pid, otherSeeded.url) });
     }
     log(`api ${path} on PostgreSQL: daemon and bare route${other ? ' and the other build' : ''}, alternating…`);
     const runs = await alternate(
-      { url: `${daemon.url}${path}`, ca: tls.cert, headers: {}, keys, measure: measured(daemon.pid, postmaster) },
+      { url: `${daemon.url}${path}`, ca: tls.cert, headers: {}, keys, measure: measured(daemon.pid, seeded.url) },
       { url: `https://127.0.0.1:${port}${path}`, ca: tls.cert, headers: {} },
       rounds,
       others,
     );
     const cpu = (runs) => ({ daemon_us: median(runs.map((r) => r.daemon_us)), server_us: median(runs.map((r) => r.server_us)) });
     const result = summarise(runs.panel, runs.baseline, { path, bytes: Buffer.byteLength(body), cpu: cpu(runs.panel) });
-    log(`  this build: ${Math.round(result.panel.rps)} vs ${Math.round(result.baseline.rps)} req/s, ratio ${result.ratio.toFixed(2)} (${result.ratioMin.toFixed(2)}–${result.ratioMax.toFixed(2)}); CPU per request: daemon ${result.cpu.daemon_us.toFixed(0)} µs, PostgreSQL ${result.cpu.server_us.toFixed(0)} µs (medians of rounds)`);
+    log(`  this build: ${Math.round(result.panel.rps)} vs ${Math.round(result.baseline.rps)} req/s, ratio ${result.ratio.toFixed(2)} (${result.ratioMin.toFixed(2)}–${result.ratioMax.toFixed(2)}); CPU per request: daemon ${result.cpu.daemon_us.toFixed(0)} µs, its PostgreSQL connections ${result.cpu.server_us.toFixed(0)} µs (medians of rounds)`);
     if (process.env.BENCH_LOGS_STATEMENTS === '1') await logStatements(seeded.url, otherSeeded?.url, runs.panel.reduce((n, r) => n + r.total, 0), other ? runs.others[0].reduce((n, r) => n + r.total, 0) : 0, log);
     if (other) {
       result.other = summarise(runs.others[0], runs.baseline, { cpu: cpu(runs.others[0]) });
-      log(`  other build: ${Math.round(result.other.panel.rps)} req/s, ratio ${result.other.ratio.toFixed(2)} (${result.other.ratioMin.toFixed(2)}–${result.other.ratioMax.toFixed(2)}); CPU per request: daemon ${result.other.cpu.daemon_us.toFixed(0)} µs, PostgreSQL ${result.other.cpu.server_us.toFixed(0)} µs`);
+      log(`  other build: ${Math.round(result.other.panel.rps)} req/s, ratio ${result.other.ratio.toFixed(2)} (${result.other.ratioMin.toFixed(2)}–${result.other.ratioMax.toFixed(2)}); CPU per request: daemon ${result.other.cpu.daemon_us.toFixed(0)} µs, its PostgreSQL connections ${result.other.cpu.server_us.toFixed(0)} µs`);
     }
     return result;
   } finally {
