@@ -94,11 +94,11 @@ function backendsCpu(url) {
 }
 
 /**
- * A cannon round's figures with the CPU per request it cost the daemon (`daemon_us`) and its
- * database's server processes (`server_us`, see backendsCpu).
+ * A cannon round's figures with the CPU per request it cost the process `pid` (`daemon_us`) and,
+ * given its database's `url`, that database's server processes (`server_us`, see backendsCpu).
  */
 function measured(pid, url) {
-  const server = backendsCpu(url);
+  const server = url ? backendsCpu(url) : { start: async () => undefined, end: async () => 0 };
   return async (run) => {
     await server.start();
     const d0 = await cpuMicros(pid);
@@ -189,13 +189,14 @@ export async function benchLogPostgres(adminUrl, { entries, rounds, settings, al
     log(`api ${path} on PostgreSQL: daemon and bare route${other ? ' and the other build' : ''}, alternating…`);
     const runs = await alternate(
       { url: `${daemon.url}${path}`, ca: tls.cert, headers: {}, keys, measure: measured(daemon.pid, seeded.url) },
-      { url: `https://127.0.0.1:${port}${path}`, ca: tls.cert, headers: {} },
+      { url: `https://127.0.0.1:${port}${path}`, ca: tls.cert, headers: {}, measure: measured(bare.pid, null) },
       rounds,
       others,
     );
     const cpu = (runs) => ({ daemon_us: median(runs.map((r) => r.daemon_us)), server_us: median(runs.map((r) => r.server_us)) });
-    const result = summarise(runs.panel, runs.baseline, { path, bytes: Buffer.byteLength(body), cpu: cpu(runs.panel) });
+    const result = summarise(runs.panel, runs.baseline, { path, bytes: Buffer.byteLength(body), cpu: cpu(runs.panel), bareCpu: cpu(runs.baseline) });
     log(`  this build: ${Math.round(result.panel.rps)} vs ${Math.round(result.baseline.rps)} req/s, ratio ${result.ratio.toFixed(2)} (${result.ratioMin.toFixed(2)}–${result.ratioMax.toFixed(2)}); CPU per request: daemon ${result.cpu.daemon_us.toFixed(0)} µs, its PostgreSQL connections ${result.cpu.server_us.toFixed(0)} µs (medians of rounds)`);
+    log(`  bare route: CPU per request ${result.bareCpu.daemon_us.toFixed(0)} µs (median of rounds)`);
     if (process.env.BENCH_LOGS_STATEMENTS === '1') await logStatements(seeded.url, otherSeeded?.url, runs.panel.reduce((n, r) => n + r.total, 0), other ? runs.others[0].reduce((n, r) => n + r.total, 0) : 0, log);
     if (other) {
       result.other = summarise(runs.others[0], runs.baseline, { cpu: cpu(runs.others[0]) });
