@@ -1369,6 +1369,55 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.deliveryLog.revision(hook.id)).toBe(last);
       });
 
+      it('revision moves when pruning makes room for a new entry, and stays while nothing is added', async () => {
+        const user = await store.users.insert(userRecord('rev-prune@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const full = await store.deliveryLog.append(Array.from({ length: 100 }, () => logEntry(hook.id)));
+        const revisions = [await store.deliveryLog.revision(hook.id)];
+        // Each append pushes the oldest entry out of the answer; the second one's prune also
+        // deletes the first entry on PostgreSQL (it prunes below the newest 100 it found).
+        await store.deliveryLog.append([logEntry(hook.id)]);
+        revisions.push(await store.deliveryLog.revision(hook.id));
+        const [added] = await store.deliveryLog.append([logEntry(hook.id)]);
+        revisions.push(await store.deliveryLog.revision(hook.id));
+        expect(new Set(revisions).size).toBe(3);
+        expect(await store.deliveryLog.get(hook.id, full[0].id)).toBeUndefined();
+        const listed = (await store.deliveryLog.list(hook.id)).map((e) => e.id);
+        expect(listed).toHaveLength(100);
+        expect(listed[0]).toBe(added.id);
+        expect(listed).not.toContain(full[1].id);
+        // Reading the log and its health leaves the revision as it is.
+        await store.deliveryLog.list(hook.id);
+        await store.deliveryLog.health([hook.id]);
+        expect(await store.deliveryLog.revision(hook.id)).toBe(revisions[2]);
+      });
+
+      it('revision moves when an entry commits after a newer one (several writers at once)', async (ctx) => {
+        // Only a backend with several handles on one log has writers whose ids commit out of order.
+        if (!backend.openAnother) return ctx.skip();
+        const other = await backend.openAnother();
+        opened.push(other);
+        const user = await store.users.insert(userRecord('rev-order@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        await store.deliveryLog.append([logEntry(hook.id)]);
+        let seenBefore = '';
+        let newer: DeliveryLogEntry | undefined;
+        const [older] = await store.transaction(async (tx) => {
+          const entries = await tx.deliveryLog.append([logEntry(hook.id, { attempt: 2 })]);
+          // Another writer to the same endpoint gets a higher id and commits first, without
+          // waiting for this transaction.
+          [newer] = await other.deliveryLog.append([logEntry(hook.id, { attempt: 3 })]);
+          seenBefore = await other.deliveryLog.revision(hook.id);
+          expect((await other.deliveryLog.list(hook.id)).map((e) => e.id)).not.toContain(entries[0].id);
+          return entries;
+        });
+        expect(older.id).toBeLessThan(newer!.id);
+        const seenAfter = await other.deliveryLog.revision(hook.id);
+        expect(seenAfter).not.toBe(seenBefore);
+        expect((await other.deliveryLog.list(hook.id)).map((e) => e.id)).toEqual([newer!.id, older.id, expect.any(Number)]);
+        expect(await store.deliveryLog.revision(hook.id)).toBe(seenAfter);
+      });
+
       it('getMany reads entries by id, oldest first', async () => {
         const user = await store.users.insert(userRecord('many@example.test'));
         const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });

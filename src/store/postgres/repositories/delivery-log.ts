@@ -42,11 +42,12 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
       return (JSON.parse(rows[0].log) as Row[]).map(toLogEntry);
     },
     async revision(endpointId) {
-      // The ids of the entries `list` would answer, through the log index: entries are never
-      // changed, so the same ids mean the same log (also when one committed out of id order).
+      // The entries ever added to the endpoint's log, counted by the insert's own transaction
+      // (migration 0009): it grows with every commit that adds an entry, also one committed after
+      // a newer id. Pruning removes only entries older than the newest LOG_RETENTION, which
+      // `list` does not answer, so it need not count.
       const { rows } = await db.query<{ revision: string }>(
-        `SELECT count(*) || ':' || coalesce(md5(string_agg(x.id::text, ',' ORDER BY x.id)), '') AS revision
-         FROM (SELECT id FROM delivery_log WHERE endpoint_id = $1 ORDER BY id DESC LIMIT ${LOG_RETENTION}) x`,
+        'SELECT coalesce(sum(entries), 0)::text AS revision FROM delivery_log_revisions WHERE endpoint_id = $1',
         [endpointId],
       );
       return rows[0].revision;
