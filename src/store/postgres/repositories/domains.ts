@@ -71,9 +71,12 @@ const DELETE_SITE_SQL = createdSql(
    ), `,
 );
 
-/** A site in the subscription chosen for it (migration 0007) and its event, in one statement. */
+/**
+ * A site in the subscription chosen for it (migration 0007) and its event, in one statement.
+ * The subscription comes back only with a conflict, whose message names it.
+ */
 const CREATE_SITE_SQL = createdSql(
-  `SELECT c.conflict, c.site AS record, c.owner_id, c.subscription
+  `SELECT c.conflict, c.site AS record, c.owner_id, CASE WHEN c.conflict IS NOT NULL THEN c.subscription END AS subscription
    FROM panelctl_create_site($1::bigint, $2::bigint, $3::text, $4::text) c`,
   4,
 );
