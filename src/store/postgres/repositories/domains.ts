@@ -1,7 +1,7 @@
 // Subscriptions and sites: the two tables that hold domains. A domain is unique across both
 // (unique indexes) and belongs to one customer (the cross-customer rule, decided under an
 // advisory lock per domain, since no constraint spans the two tables).
-import { StoreConflictError, type NewSite, type RecordEvent, type SitesRepository, type SubscriptionsRepository } from '../../store.js';
+import { StoreConflictError, StoreUnavailableError, type NewSite, type RecordEvent, type SitesRepository, type SubscriptionsRepository } from '../../store.js';
 import { KeyedBatcher } from '../batcher.js';
 import type { Db, Row } from '../db.js';
 import { announceRecord, changing, OUTBOX_NOTICE, timedCommit, type RepositoryFactory, type StoreContext } from './context.js';
@@ -191,8 +191,8 @@ function siteValues({ site, event }: SiteWrite): unknown[] {
 
 /**
  * Runs `writes` as one statement and answers each one's row or its own failure. When the
- * statement fails as a whole (a deadlock with another writer, say), each write is made again on
- * its own, so a failure is only ever the failing write's.
+ * statement fails as a whole and changed nothing (a deadlock with another writer, say), each
+ * write is made again on its own, so such a failure is only ever the failing write's.
  */
 async function createSites(db: Db, ctx: StoreContext, writes: SiteWrite[]): Promise<Array<PromiseSettledResult<SiteRow>>> {
   const alone = () => Promise.allSettled(writes.map((write) => runCreated<SiteRow>(db, ctx, CREATE_SITE_SQL, siteValues(write))));
@@ -207,7 +207,14 @@ async function createSites(db: Db, ctx: StoreContext, writes: SiteWrite[]): Prom
       ...createdManyValues(writes.map((w) => w.event)),
     ]);
     rows = (await (ctx.commitObserver ? timedCommit(ctx, statement) : statement)).rows;
-  } catch {
+  } catch (error) {
+    // Unavailable (a bound exceeded, the connection lost, perhaps after the commit): each write
+    // would meet the same, or may be done already, so each is answered so. A deadlock or any
+    // other failure changed nothing: each write is made alone, to fail only if it fails itself.
+    const code = ((error as { cause?: { code?: unknown } }).cause as { code?: unknown } | undefined)?.code;
+    if (error instanceof StoreUnavailableError && code !== '40P01' && code !== '40001') {
+      return writes.map(() => ({ status: 'rejected', reason: error }));
+    }
     return alone();
   }
   if (rows.some((row) => row.conflict === null && row.queued > 0)) db.announce(OUTBOX_NOTICE);
