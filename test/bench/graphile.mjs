@@ -16,7 +16,7 @@ import { ROOT, cpuSeconds, login, median, pool, startDaemon, startReceiver, stop
 import { makePgDataDir } from './postgres.mjs';
 
 /** The postmaster's pid: the parent of this connection's backend. */
-async function postmasterPid(url) {
+export async function postmasterPid(url) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -29,7 +29,7 @@ async function postmasterPid(url) {
 }
 
 /** CPU seconds of the cluster: the postmaster (with its reaped children) and every live child. */
-async function clusterCpu(postmaster) {
+export async function clusterCpu(postmaster) {
   let total = 0;
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;

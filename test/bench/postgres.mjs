@@ -12,6 +12,7 @@ import pg from 'pg';
 import { createDatabase, findPgBin, socketUrlOf, startCluster } from '../helpers/postgres.ts';
 import { ADMIN_PASSWORD, BIN, ROOT, cpuSeconds, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
+import { clusterCpu, postmasterPid } from './graphile.mjs';
 
 /** A data directory initialised on `url` (schema and first admin in the database) by the build of `bin`. */
 export async function makePgDataDir(url, bin = BIN) {
@@ -103,11 +104,13 @@ export async function benchWritesPostgres(adminUrl, { sizes = [1_000, 50_000], s
 }
 
 /**
- * What `POST /sites` writes, made by a plain `pg` pool of `clients` connections, each write in
- * one transaction: BEGIN, the site, its site.created event, COMMIT (the inserts the daemon
- * makes, without its checks, its choice of subscription or HTTP). Answers writes/s.
+ * What `POST /sites` writes, made by a plain `pg` pool of `clients` connections in this
+ * process, each write in one transaction: BEGIN, the site, its site.created event, COMMIT (the
+ * inserts the daemon makes, without HTTPS, authentication, request limits, the domain rule's
+ * checks, the choice of subscription or matching the event to endpoints). Answers writes/s and their count;
+ * `beforeEnd` runs once they are made, while the pool is still connected.
  */
-async function poolInserts(url, subscriptionId, customerId, seconds, clients, tag) {
+async function poolInserts(url, subscriptionId, customerId, seconds, clients, tag, beforeEnd = async () => undefined) {
   const db = new pg.Pool({ connectionString: url, max: clients });
   let done = 0;
   try {
@@ -138,7 +141,9 @@ async function poolInserts(url, subscriptionId, customerId, seconds, clients, ta
         }
       }),
     );
-    return done / ((performance.now() - started) / 1000);
+    const writes = done / ((performance.now() - started) / 1000);
+    await beforeEnd();
+    return { writes, count: done };
   } finally {
     await db.end();
   }
@@ -150,7 +155,10 @@ async function poolInserts(url, subscriptionId, customerId, seconds, clients, ta
  * in alternating rounds; with the statements the database ran per daemon write
  * (`pg_stat_statements`, every top-level statement: the write's own and whatever else the daemon
  * sends meanwhile, such as request-window counts, change notices and the feed's questions) and
- * the daemon's CPU time per write. Runs on a cluster of its own with pg_stat_statements loaded.
+ * the daemon's CPU time per write. Where the CPU of a write goes on each side, for a machine
+ * where they share the cores: the cluster's (every PostgreSQL process), and this process's (the
+ * HTTPS client making the requests, or the pool making the inserts). Runs on a cluster of its
+ * own with pg_stat_statements loaded.
  */
 export async function benchWritesVsPool({ seconds = 10, rounds = 5, log = () => undefined, settings } = {}) {
   return withCluster(async (adminUrl) => {
@@ -163,6 +171,7 @@ export async function benchWritesVsPool({ seconds = 10, rounds = 5, log = () => 
     const stats = new pg.Client({ connectionString: url });
     await stats.connect();
     await stats.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const postmaster = await postmasterPid(url);
     const daemon = await startDaemon(dataDir, { env: { PANELCTL_DATABASE_URL: url } });
     try {
       const tls = await tlsOf(dataDir);
@@ -174,20 +183,37 @@ export async function benchWritesVsPool({ seconds = 10, rounds = 5, log = () => 
       const plain = [];
       const statements = [];
       const cpu = [];
+      /** Per round, µs per write: the cluster's CPU and this process's, daemon side and pool side. */
+      const split = { daemonDb: [], daemonClient: [], poolDb: [], poolClient: [] };
+      /** Runs `round` (answering its writes, and writes/s as `writes`), noting the cluster's and this process's CPU per write. */
+      const measured = async (side, round) => {
+        const db0 = await clusterCpu(postmaster);
+        const own0 = process.cpuUsage();
+        let used = null;
+        // Taken by the pool before it disconnects: its backends' CPU is gone with them.
+        const stop = async () => {
+          used ??= { own: process.cpuUsage(own0), db: (await clusterCpu(postmaster)) - db0 };
+        };
+        const result = await round(stop);
+        await stop();
+        split[`${side}Db`].push((used.db / result.count) * 1e6);
+        split[`${side}Client`].push((used.own.user + used.own.system) / result.count);
+        return result;
+      };
       const counted = async () =>
         Number((await stats.query('SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())')).rows[0].n);
       for (let round = 0; round < rounds; round++) {
         const daemonRound = async () => {
           await stats.query('SELECT pg_stat_statements_reset()');
           const cpu0 = await cpuSeconds(daemon.pid);
-          const run = await postSites(daemon.url, tls.cert, key, subscriptionId, each, WRITE_CLIENTS, `r${round}`);
+          const run = await measured('daemon', () => postSites(daemon.url, tls.cert, key, subscriptionId, each, WRITE_CLIENTS, `r${round}`));
           const used = (await cpuSeconds(daemon.pid)) - cpu0;
           // The reset itself and this count are the two statements of ours in the figure.
           statements.push((await counted() - 2) / run.count);
           cpu.push((used / run.count) * 1e6);
           panel.push(run.writes);
         };
-        const poolRound = async () => plain.push(await poolInserts(url, subscriptionId, customerId, each, WRITE_CLIENTS, `pool-r${round}`));
+        const poolRound = async () => plain.push((await measured('pool', (stop) => poolInserts(url, subscriptionId, customerId, each, WRITE_CLIENTS, `pool-r${round}`, stop))).writes);
         // Alternate which goes first, so neither always follows the other.
         if (round % 2 === 0) {
           await daemonRound();
@@ -196,7 +222,10 @@ export async function benchWritesVsPool({ seconds = 10, rounds = 5, log = () => 
           await poolRound();
           await daemonRound();
         }
-        log(`writes postgres vs pool round ${round + 1}: daemon ${Math.round(panel.at(-1))}/s (${statements.at(-1).toFixed(2)} statements, ${Math.round(cpu.at(-1))} µs CPU per write), pool ${Math.round(plain.at(-1))}/s`);
+        log(
+          `writes postgres vs pool round ${round + 1}: daemon ${Math.round(panel.at(-1))}/s (${statements.at(-1).toFixed(2)} statements, µs CPU per write: ${Math.round(cpu.at(-1))} daemon, ${Math.round(split.daemonDb.at(-1))} cluster, ${Math.round(split.daemonClient.at(-1))} client), ` +
+            `pool ${Math.round(plain.at(-1))}/s (${Math.round(split.poolDb.at(-1))} cluster, ${Math.round(split.poolClient.at(-1))} client)`,
+        );
       }
       const ratios = panel.map((p, i) => p / plain[i]);
       return {
@@ -206,6 +235,9 @@ export async function benchWritesVsPool({ seconds = 10, rounds = 5, log = () => 
         ratioRange: [Math.min(...ratios), Math.max(...ratios)],
         statementsPerWrite: median(statements),
         cpuMicrosPerWrite: median(cpu),
+        /** µs of CPU per write, medians of the rounds: the cluster's and this process's (the requests' client, or the pool), per side. */
+        clusterMicros: { daemon: median(split.daemonDb), pool: median(split.poolDb) },
+        clientMicros: { daemon: median(split.daemonClient), pool: median(split.poolClient) },
         rounds: panel.map((p, i) => [p, plain[i]]),
       };
     } finally {

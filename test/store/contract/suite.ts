@@ -469,6 +469,29 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
           expect(await store.outbox.pendingCount()).toBe(1);
         });
 
+        it('concurrent site creates are each answered as if alone: new domains made with their events, the rule and uniqueness kept', async () => {
+          const { user } = await customerWithSubscription('cmix@example.test', 'cmix.example');
+          const { user: other } = await customerWithSubscription('cmix-other@example.test', 'foreign.cmix.example');
+          await hook(user.id);
+          await store.sites.create({ customer_id: user.id, domain: 'taken.cmix.example', created_at: T0 }, created('site.created', 'site_id', { domain: 'taken.cmix.example' }));
+          const fresh = Array.from({ length: 20 }, (_, i) => `n${i}.cmix.example`);
+          // Each fresh domain asked twice, the taken one, another customer's main domain, all at once.
+          const domains = [...fresh, ...fresh, 'taken.cmix.example', 'foreign.cmix.example'];
+          const results = await Promise.allSettled(
+            domains.map((domain) => store.sites.create({ customer_id: user.id, domain, created_at: T0 }, created('site.created', 'site_id', { domain }))),
+          );
+          const made = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+          expect(made.map((site) => site.domain).sort()).toEqual([...fresh].sort());
+          const refused = results.flatMap((r, i) => (r.status === 'rejected' ? [[domains[i], (r.reason as StoreConflictError).constraint]] : []));
+          expect(refused.filter(([, constraint]) => constraint === 'sites.domain').map(([domain]) => domain).sort()).toEqual([...fresh, 'taken.cmix.example'].sort());
+          expect(refused.filter(([, constraint]) => constraint !== 'sites.domain')).toEqual([['foreign.cmix.example', 'domains.owner']]);
+          for (const site of made) expect(await store.sites.get(site.id)).toStrictEqual(site);
+          expect(new Set(made.map((site) => site.id)).size).toBe(fresh.length);
+          // One event (and delivery) per site made: the one taken before and the twenty.
+          expect(await store.outbox.pendingCount()).toBe(fresh.length + 1);
+          expect(other.id).not.toBe(user.id);
+        });
+
         it('inside a transaction it commits with it, or leaves nothing when the transaction throws', async () => {
           const { user } = await customerWithSubscription('ctx@example.test', 'ctx.example');
           await hook(user.id);

@@ -52,8 +52,18 @@ export async function timedCommit<T>(ctx: StoreContext, write: Promise<T>): Prom
   return result;
 }
 
+/**
+ * Collections whose changes reach other daemons only through `read_changes` (see
+ * PgChangeFeed.caughtUp): what follows them is a cache that serves only once caught up (the
+ * listings), and nothing watches them by notice as streams watch their caller's user, keys and
+ * revocations. A notice of theirs would tell each daemon what its next question tells anyway, at
+ * the cost of a statement and of a notification per write to every daemon.
+ */
+const NOTED_ONLY = new Set(['sites', 'subscriptions']);
+
 /** Tells every daemon, once committed, that the row `id` of `collection` changed. */
 export function announceRecord(d: Db, collection: string, id: unknown): void {
+  if (NOTED_ONLY.has(collection)) return;
   d.announce(JSON.stringify({ kind: 'record', collection, id: Number(id) }));
 }
 

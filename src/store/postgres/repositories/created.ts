@@ -48,6 +48,36 @@ WITH ${before}r AS MATERIALIZED (${write}
 SELECT r.*, (SELECT count(*)::int FROM matched) AS queued FROM r`;
 }
 
+/**
+ * `createdSql` for several writes in one statement, one transaction: `write` selects `i` (the
+ * write's position, from 1) with `conflict`, `record` and `owner_id` per write, from arrays
+ * $1..$n; the events' parameters follow as arrays, from $n+1, in the writes' order. Each write
+ * that answers no conflict gets its event and deliveries; `queued` counts every write's.
+ */
+export function createdManySql(write: string, n: number): string {
+  const p = (i: number) => `$${n + i}`;
+  return /* sql */ `
+WITH r AS MATERIALIZED (${write}
+), ev AS MATERIALIZED (
+  SELECT x.id, x.event, r.owner_id, jsonb_build_object(x.id_key, (r.record->>'id')::bigint) || x.rest::jsonb AS data,
+         x."timestamp", x.head || (r.record->>'id') || x.tail || '}}' AS body, x.next_attempt_at
+  FROM unnest(${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[], ${p(8)}::bigint[])
+    WITH ORDINALITY AS x (id, event, id_key, rest, "timestamp", head, tail, next_attempt_at, i)
+  JOIN r ON r.i = x.i
+  WHERE r.conflict IS NULL
+), e AS (
+  INSERT INTO events (id, event, owner_id, data, "timestamp") SELECT ev.id, ev.event, ev.owner_id, ev.data, ev."timestamp" FROM ev
+), ${queueMatchedSql('ev."timestamp"')}
+SELECT r.*, (SELECT count(*)::int FROM matched) AS queued FROM r ORDER BY r.i`;
+}
+
+/** The events' parameters of `createdManySql`: `createdValues` of each, as arrays. */
+export function createdManyValues(events: RecordEvent[]): unknown[] {
+  const columns: unknown[][] = Array.from({ length: 8 }, () => []);
+  for (const event of events) createdValues(event).forEach((value, k) => columns[k].push(value));
+  return columns;
+}
+
 /** The event's parameters of `createdSql`, in order. */
 export function createdValues(event: RecordEvent): unknown[] {
   const { head, tail } = recordEventBodyParts(event);

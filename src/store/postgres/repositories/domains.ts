@@ -1,10 +1,11 @@
 // Subscriptions and sites: the two tables that hold domains. A domain is unique across both
 // (unique indexes) and belongs to one customer (the cross-customer rule, decided under an
 // advisory lock per domain, since no constraint spans the two tables).
-import { StoreConflictError, type SitesRepository, type SubscriptionsRepository } from '../../store.js';
-import type { Row } from '../db.js';
-import { announceRecord, changing, type RepositoryFactory } from './context.js';
-import { createdSql, createdValues, runCreated, type CreatedRow } from './created.js';
+import { StoreConflictError, StoreUnavailableError, type NewSite, type RecordEvent, type SitesRepository, type SubscriptionsRepository } from '../../store.js';
+import { KeyedBatcher } from '../batcher.js';
+import type { Db, Row } from '../db.js';
+import { announceRecord, changing, OUTBOX_NOTICE, timedCommit, type RepositoryFactory, type StoreContext } from './context.js';
+import { createdManySql, createdManyValues, createdSql, createdValues, runCreated, type CreatedRow } from './created.js';
 import { toSite, toSubscription, updateStatement } from '../rows.js';
 
 /**
@@ -71,9 +72,12 @@ const DELETE_SITE_SQL = createdSql(
    ), `,
 );
 
-/** A site in the subscription chosen for it (migration 0007) and its event, in one statement. */
+/**
+ * A site in the subscription chosen for it (migration 0007) and its event, in one statement.
+ * The subscription comes back only with a conflict, whose message names it.
+ */
 const CREATE_SITE_SQL = createdSql(
-  `SELECT c.conflict, c.site AS record, c.owner_id, c.subscription
+  `SELECT c.conflict, c.site AS record, c.owner_id, CASE WHEN c.conflict IS NOT NULL THEN c.subscription END AS subscription
    FROM panelctl_create_site($1::bigint, $2::bigint, $3::text, $4::text) c`,
   4,
 );
@@ -145,7 +149,87 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
   return subscriptions;
 };
 
+/**
+ * Sites created together, all for one choice of subscription (see siteKey): each as
+ * CREATE_SITE_SQL makes it, in one statement and one commit. Every domain's advisory lock (the
+ * function's, which then finds it held) is taken first, in the order of the keys, before any
+ * subscription is locked: a statement holding a subscription never waits for a domain, and two
+ * statements take their domains in one order, so no wait of theirs closes a cycle. The sort
+ * reads every row of its input, the locks' included, before the first site is made.
+ */
+const CREATE_SITES_SQL = createdManySql(
+  `SELECT a.i, c.conflict, c.site AS record, c.owner_id, CASE WHEN c.conflict IS NOT NULL THEN c.subscription END AS subscription
+   FROM (SELECT a.* FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS a (subscription_id, customer_id, domain, created_at, i),
+           (SELECT count(pg_advisory_xact_lock(1885433445, k.key)) AS locked
+            FROM (SELECT DISTINCT hashtext(lower(d)) AS key FROM unnest($3::text[]) AS d ORDER BY 1) k) l
+         ORDER BY a.i OFFSET 0) a
+   CROSS JOIN LATERAL panelctl_create_site(a.subscription_id, a.customer_id, a.domain, a.created_at) c`,
+  4,
+);
+
+type SiteRow = CreatedRow & { subscription: Row | null; i?: number };
+
+interface SiteWrite {
+  site: NewSite;
+  event: RecordEvent;
+}
+
+/**
+ * Concurrent `POST /sites` writes for one choice of subscription go together (see KeyedBatcher):
+ * while one statement of theirs is out, the writes that come wait and go in the next, one
+ * statement and one commit (one WAL flush) for all of them instead of one each. A write alone
+ * goes at once, as it would without. Keyed by the subscription named, else by the customer
+ * whose default is chosen: a statement then locks one subscription (see CREATE_SITES_SQL).
+ */
+function siteKey(site: NewSite): string {
+  return site.subscription_id != null ? `s${site.subscription_id}` : `c${site.customer_id}`;
+}
+
+function siteValues({ site, event }: SiteWrite): unknown[] {
+  return [site.subscription_id ?? null, site.customer_id, site.domain, site.created_at, ...createdValues(event)];
+}
+
+/**
+ * Runs `writes` as one statement and answers each one's row or its own failure. When the
+ * statement fails as a whole and changed nothing (a deadlock with another writer, say), each
+ * write is made again on its own, so such a failure is only ever the failing write's.
+ */
+async function createSites(db: Db, ctx: StoreContext, writes: SiteWrite[]): Promise<Array<PromiseSettledResult<SiteRow>>> {
+  const alone = () => Promise.allSettled(writes.map((write) => runCreated<SiteRow>(db, ctx, CREATE_SITE_SQL, siteValues(write))));
+  if (writes.length === 1) return alone();
+  let rows: SiteRow[];
+  try {
+    const statement = db.query<SiteRow>(CREATE_SITES_SQL, [
+      writes.map((w) => w.site.subscription_id ?? null),
+      writes.map((w) => w.site.customer_id),
+      writes.map((w) => w.site.domain),
+      writes.map((w) => w.site.created_at),
+      ...createdManyValues(writes.map((w) => w.event)),
+    ]);
+    rows = (await (ctx.commitObserver ? timedCommit(ctx, statement) : statement)).rows;
+  } catch (error) {
+    // Unavailable (a bound exceeded, the connection lost, perhaps after the commit): each write
+    // would meet the same, or may be done already, so each is answered so. A deadlock or any
+    // other failure changed nothing: each write is made alone, to fail only if it fails itself.
+    const code = ((error as { cause?: { code?: unknown } }).cause as { code?: unknown } | undefined)?.code;
+    if (error instanceof StoreUnavailableError && code !== '40P01' && code !== '40001') {
+      return writes.map(() => ({ status: 'rejected', reason: error }));
+    }
+    return alone();
+  }
+  if (rows.some((row) => row.conflict === null && row.queued > 0)) db.announce(OUTBOX_NOTICE);
+  const byWrite = new Map(rows.map((row) => [Number(row.i), row]));
+  return writes.map((_write, k) => {
+    const row = byWrite.get(k + 1);
+    return row ? { status: 'fulfilled', value: row } : { status: 'rejected', reason: new Error('the write was not answered') };
+  });
+}
+
 export const sitesRepository: RepositoryFactory<SitesRepository> = (db, ctx) => {
+  /** Outside a transaction, writes of one store go together; inside one, each is a statement of it. */
+  const creates = db.inTransaction
+    ? null
+    : new KeyedBatcher<SiteWrite, PromiseSettledResult<SiteRow>>((_key, writes) => createSites(db, ctx, writes));
   const sites: SitesRepository = {
     async get(id) {
       const { rows } = await db.query('SELECT * FROM sites WHERE id = $1', [id]);
@@ -176,13 +260,12 @@ export const sitesRepository: RepositoryFactory<SitesRepository> = (db, ctx) => 
       return toSite(site!);
     },
     async create(site, event) {
-      const row = await runCreated<CreatedRow & { subscription: Row | null }>(db, ctx, CREATE_SITE_SQL, [
-        site.subscription_id ?? null,
-        site.customer_id,
-        site.domain,
-        site.created_at,
-        ...createdValues(event),
-      ]);
+      let row: SiteRow;
+      if (creates) {
+        const settled = await creates.run(siteKey(site), { site, event });
+        if (settled.status === 'rejected') throw settled.reason;
+        row = settled.value;
+      } else row = await runCreated<SiteRow>(db, ctx, CREATE_SITE_SQL, siteValues({ site, event }));
       if (row.conflict === 'subscriptions.missing') {
         throw new StoreConflictError(row.conflict, `subscription ${site.subscription_id} does not exist`);
       }
