@@ -248,6 +248,9 @@ export function createPool(url: string, options: PoolOptions): pg.Pool {
     connectionTimeoutMillis: limits.acquireTimeoutMs,
     statement_timeout: limits.statementTimeoutMs,
     lock_timeout: limits.lockTimeoutMs,
+    // Connections outlive a pause of a minute: a new one costs the server a process and each
+    // prepared statement its parse and plan again, which a burst after a lull would pay at once.
+    idleTimeoutMillis: 60_000,
     // A server gone without a word (a host lost) is noticed by the socket, not only by a statement.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
