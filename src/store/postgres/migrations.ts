@@ -13,6 +13,7 @@ import endpointHeadersRotation from './migrations/0005-endpoint-headers-rotation
 import pausedEndpoints from './migrations/0006-paused-endpoints.js';
 import siteCreate from './migrations/0007-site-create.js';
 import endpointRates from './migrations/0008-endpoint-rates.js';
+import queueNoTruncate from './migrations/0010-queue-no-truncate.js';
 
 export interface PgMigration {
   version: number;
@@ -33,6 +34,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 6, name: 'paused endpoints', sql: pausedEndpoints },
   { version: 7, name: 'a site created in one statement', sql: siteCreate },
   { version: 8, name: 'rate limits and caps across daemons', sql: endpointRates },
+  { version: 10, name: 'queue tables keep their pages when vacuumed', sql: queueNoTruncate },
 ];
 
 /**
