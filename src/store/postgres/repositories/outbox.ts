@@ -12,7 +12,7 @@ import { Batcher } from '../batcher.js';
 import type { Row } from '../db.js';
 import { toDelivery } from '../rows.js';
 import { OUTBOX_NOTICE, timedCommit, type RepositoryFactory } from './context.js';
-import { announceRecorded, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, type RecordRow } from './record.js';
+import { announceRecorded, loggedIds, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, SETTLE_SQL, type RecordRow } from './record.js';
 import { MATCH_SQL } from './webhooks.js';
 
 /**
@@ -67,6 +67,13 @@ WITH ev AS MATERIALIZED (
 ), ${queueMatchedSql('ev.created_at', 'ev.n')}
 SELECT m.n, array_agg(m.id ORDER BY m.endpoint_id) AS ids, array_agg(m.endpoint_id ORDER BY m.endpoint_id) AS endpoint_ids
 FROM matched m GROUP BY m.n`;
+
+/**
+ * The columns a claim answers of each delivery it leased (`u`): what the claimer reads of it
+ * (toDelivery), not its lease, which the claimer gave, nor its event's id. The driver parses
+ * every value of an answer, and a claim answers many rows.
+ */
+const CLAIMED_COLUMNS = 'u.id, u.endpoint_id, u.owner_id, u.event, u.body, u.state, u.attempts, u.next_attempt_at, u.created_at, u.manual';
 
 /** A claimable delivery, as the claim's conditions read on a row `x` ($2: now). */
 const CLAIMABLE = "x.state = 'pending' AND x.next_attempt_at <= $2 AND (x.lease_until IS NULL OR x.lease_until <= $2)";
@@ -146,7 +153,7 @@ chosen AS MATERIALIZED (
 }upd AS (
   UPDATE deliveries u SET lease_owner = $1, lease_until = $2 + $3
   WHERE u.ctid = ANY (ARRAY(SELECT t FROM leased))
-  RETURNING u.*
+  RETURNING ${CLAIMED_COLUMNS}
 )
 SELECT upd.*, s.send_at FROM upd LEFT JOIN sends s ON s.id = upd.id`;
 
@@ -312,9 +319,9 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
     },
     async settle(owner: string, outcomes: DeliveryOutcome[]) {
       if (outcomes.length === 0) return [];
-      const { rows } = await work.query<RecordRow>(RECORD_SQL, recordValues(owner, outcomes, [], []));
-      announceRecorded(work, rows[0]);
-      noteTurnover(ctx, rows[0]);
+      const { rows } = await work.query<RecordRow>(SETTLE_SQL, recordValues(owner, outcomes, [], []));
+      announceRecorded(work, rows[0], []);
+      noteTurnover(ctx, rows[0], []);
       return rows[0].settled ?? [];
     },
     async record(owner, outcomes, entries) {
@@ -323,9 +330,10 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
       const sql = prune.length > 0 ? RECORD_PRUNE_SQL : RECORD_SQL;
       const statement = work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
       const { rows } = await (ctx.commitObserver && !work.inTransaction ? timedCommit(ctx, statement) : statement);
+      const logged = loggedIds(rows[0]);
       notePruned(ctx, rows[0]);
-      announceRecorded(work, rows[0]);
-      noteTurnover(ctx, rows[0]);
+      announceRecorded(work, rows[0], logged);
+      noteTurnover(ctx, rows[0], logged);
       return withIds(entries, rows[0].ids);
     },
     async release(owner, ids) {
