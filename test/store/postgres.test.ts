@@ -731,6 +731,31 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     }
   });
 
+  it('keeps the pages of a drained outbox when it is vacuumed (no exclusive lock taken to give them back)', async () => {
+    // A database of its own: rows of other tests at the table's end would keep its pages anyway.
+    const fresh = await createDatabase(adminUrl!);
+    const store = await PostgresStore.open(fresh);
+    const client = new pg.Client({ connectionString: fresh });
+    await client.connect();
+    try {
+      const owner = await store.users.insert(user());
+      const hook = await store.webhooks.insert(webhook(owner.id));
+      const batch = Array.from({ length: 500 }, (_, i) => delivery(hook.id, Date.now() - 60_000 + i));
+      await store.outbox.enqueue(event(), batch);
+      const claimed = await store.outbox.claim({ owner: 'v', now: Date.now(), leaseMs: 60_000, limit: 500, perEndpoint: 500, ids: batch.map((d) => d.id) });
+      await store.outbox.record('v', claimed.map((d) => ({ id: d.id, state: 'succeeded' as const, attempts: 1, next_attempt_at: 0 })), []);
+      const size = async () => Number((await client.query<{ n: string }>("SELECT pg_relation_size('deliveries') AS n")).rows[0].n);
+      const bytes = await size();
+      expect(bytes).toBeGreaterThan(0);
+      expect((await client.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries')).rows[0].n).toBe(0);
+      await client.query('VACUUM deliveries');
+      expect(await size()).toBe(bytes);
+    } finally {
+      await client.end();
+      await store.close();
+    }
+  });
+
   it('vacuums the outbox and the log itself once a few thousand of their rows turned over', async () => {
     const owner = await a.users.insert(user());
     const hook = await a.webhooks.insert(webhook(owner.id));

@@ -190,7 +190,13 @@ export class Claimer<B extends BatchRead> {
         await read.endpoints.catch(() => undefined);
         if (this.#state !== 'running') return this.#o.handBack(claimed);
       }
-      void this.#o.handBack(scheduler.hold(claimed, read, this.#o.clock()));
+      const excess = scheduler.hold(claimed, read, this.#o.clock());
+      if (excess.length > 0) {
+        // Given back before the next claim: still leased then, the excess would be stepped over
+        // and a newer delivery of its endpoint claimed and sent before it.
+        this.#o.launchReady();
+        await this.#o.handBack(excess);
+      }
     }
     this.#o.launchReady();
   }

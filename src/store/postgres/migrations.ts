@@ -14,6 +14,7 @@ import pausedEndpoints from './migrations/0006-paused-endpoints.js';
 import siteCreate from './migrations/0007-site-create.js';
 import endpointRates from './migrations/0008-endpoint-rates.js';
 import logRevisions from './migrations/0009-log-revisions.js';
+import queueNoTruncate from './migrations/0010-queue-no-truncate.js';
 
 export interface PgMigration {
   version: number;
@@ -35,6 +36,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 7, name: 'a site created in one statement', sql: siteCreate },
   { version: 8, name: 'rate limits and caps across daemons', sql: endpointRates },
   { version: 9, name: 'delivery log revisions as counters', sql: logRevisions },
+  { version: 10, name: 'queue tables keep their pages when vacuumed', sql: queueNoTruncate },
 ];
 
 /**

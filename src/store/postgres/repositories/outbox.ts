@@ -12,7 +12,7 @@ import { Batcher } from '../batcher.js';
 import type { Row } from '../db.js';
 import { toDelivery } from '../rows.js';
 import { OUTBOX_NOTICE, timedCommit, type RepositoryFactory } from './context.js';
-import { announceRecorded, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, type RecordRow } from './record.js';
+import { announceRecorded, loggedIds, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, SETTLE_SQL, type RecordRow } from './record.js';
 import { MATCH_SQL } from './webhooks.js';
 
 /**
@@ -67,6 +67,13 @@ WITH ev AS MATERIALIZED (
 ), ${queueMatchedSql('ev.created_at', 'ev.n')}
 SELECT m.n, array_agg(m.id ORDER BY m.endpoint_id) AS ids, array_agg(m.endpoint_id ORDER BY m.endpoint_id) AS endpoint_ids
 FROM matched m GROUP BY m.n`;
+
+/**
+ * The columns a claim answers of each delivery it leased (`u`): what the claimer reads of it
+ * (toDelivery), not its lease, which the claimer gave, nor its event's id. The driver parses
+ * every value of an answer, and a claim answers many rows.
+ */
+const CLAIMED_COLUMNS = 'u.id, u.endpoint_id, u.owner_id, u.event, u.body, u.state, u.attempts, u.next_attempt_at, u.created_at, u.manual';
 
 /** A claimable delivery, as the claim's conditions read on a row `x` ($2: now). */
 const CLAIMABLE = "x.state = 'pending' AND x.next_attempt_at <= $2 AND (x.lease_until IS NULL OR x.lease_until <= $2)";
@@ -146,7 +153,7 @@ chosen AS MATERIALIZED (
 }upd AS (
   UPDATE deliveries u SET lease_owner = $1, lease_until = $2 + $3
   WHERE u.ctid = ANY (ARRAY(SELECT t FROM leased))
-  RETURNING u.*
+  RETURNING ${CLAIMED_COLUMNS}
 )
 SELECT upd.*, s.send_at FROM upd LEFT JOIN sends s ON s.id = upd.id`;
 
@@ -163,12 +170,12 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  *
  * Every endpoint is held by one daemon at a time (endpoint_claims), so its cap, its own
  * `max_in_flight` or the default, holds over every daemon: an endpoint another daemon holds (its
- * hold has not ended) is left out. An endpoint's row is locked (SKIP LOCKED: one another claim
- * is working on is left to it this time) and read as locked, the newest committed version, when
- * the claim may take the hold or must extend it, or the endpoint has a rate (`gate`). A hold of
- * $1's that needs no extending (HOLD_SLACK_PER_LEASE) is only read (`kept`): no other daemon
- * writes a hold that has not ended, and one daemon's claims come one after another, so the read
- * is its newest version. An endpoint's share of the claim is $5, except that a rate-limited one
+ * hold has not ended) is left out. Each endpoint's row is read once (`holds`). A hold of $1's
+ * that needs no extending (HOLD_SLACK_PER_LEASE) is only read (`kept`): no other daemon writes a
+ * hold that has not ended, and one daemon's claims come one after another, so the read is its
+ * newest version. Any other row is locked (SKIP LOCKED: one another claim is working on is left
+ * to it this time) and read again as locked, the newest committed version, when the claim may
+ * take the hold or must extend it, or the endpoint has a rate (`gate`). An endpoint's share of the claim is $5, except that a rate-limited one
  * takes only the turns of its schedule that fall within RATE_HORIZON_MS from now, so every
  * daemon's claims together follow one schedule.
  *
@@ -183,17 +190,19 @@ WITH eps AS MATERIALIZED (
   SELECT p.endpoint_id, w.rate_limit_per_second AS rate
   FROM pending_endpoints p JOIN webhooks w ON w.id = p.endpoint_id
   WHERE NOT w.paused AND NOT (p.endpoint_id = ANY ($6::bigint[]))
-), gate AS MATERIALIZED (
-  SELECT c.endpoint_id, e.rate, greatest(c.next_send_at, $2::float8) AS base
+), holds AS MATERIALIZED (
+  SELECT e.endpoint_id, e.rate,
+         coalesce(c.holder = $1 AND c.holder_until > $2 AND c.holder_until >= $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE} AND e.rate IS NULL, false) AS kept
   FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
-  WHERE c.holder IS NULL OR c.holder_until <= $2
-     OR (c.holder = $1 AND (e.rate IS NOT NULL OR c.holder_until < $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE}))
+), gate AS MATERIALIZED (
+  SELECT c.endpoint_id, h.rate, greatest(c.next_send_at, $2::float8) AS base
+  FROM holds h JOIN endpoint_claims c ON c.endpoint_id = h.endpoint_id
+  WHERE NOT h.kept
+    AND (c.holder IS NULL OR c.holder_until <= $2
+         OR (c.holder = $1 AND (h.rate IS NOT NULL OR c.holder_until < $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE})))
   FOR UPDATE OF c SKIP LOCKED
-), kept AS (
-  SELECT c.endpoint_id FROM eps e JOIN endpoint_claims c ON c.endpoint_id = e.endpoint_id
-  WHERE c.holder = $1 AND c.holder_until > $2 AND c.holder_until >= $2 + $3 - $3 / ${HOLD_SLACK_PER_LEASE} AND e.rate IS NULL
 ), allowed AS MATERIALIZED (
-  SELECT k.endpoint_id, $5::int AS cap FROM kept k
+  SELECT h.endpoint_id, $5::int AS cap FROM holds h WHERE h.kept
   UNION ALL
   SELECT g.endpoint_id,
          CASE WHEN g.rate IS NULL THEN $5::int
@@ -312,9 +321,9 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
     },
     async settle(owner: string, outcomes: DeliveryOutcome[]) {
       if (outcomes.length === 0) return [];
-      const { rows } = await work.query<RecordRow>(RECORD_SQL, recordValues(owner, outcomes, [], []));
-      announceRecorded(work, rows[0]);
-      noteTurnover(ctx, rows[0]);
+      const { rows } = await work.query<RecordRow>(SETTLE_SQL, recordValues(owner, outcomes, [], []));
+      announceRecorded(work, rows[0], []);
+      noteTurnover(ctx, rows[0], []);
       return rows[0].settled ?? [];
     },
     async record(owner, outcomes, entries) {
@@ -323,9 +332,10 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
       const sql = prune.length > 0 ? RECORD_PRUNE_SQL : RECORD_SQL;
       const statement = work.query<RecordRow>(sql, recordValues(owner, outcomes, entries, prune));
       const { rows } = await (ctx.commitObserver && !work.inTransaction ? timedCommit(ctx, statement) : statement);
+      const logged = loggedIds(rows[0]);
       notePruned(ctx, rows[0]);
-      announceRecorded(work, rows[0]);
-      noteTurnover(ctx, rows[0]);
+      announceRecorded(work, rows[0], logged);
+      noteTurnover(ctx, rows[0], logged);
       return withIds(entries, rows[0].ids);
     },
     async release(owner, ids) {

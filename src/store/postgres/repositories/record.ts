@@ -30,9 +30,11 @@ const FULL_PRUNE_EVERY = 10;
  * in address order: two daemons pruning one endpoint at once wait for each other row by row in
  * the same order, never in a cycle, and the second skips what the first deleted.
  */
-export const RECORD_SQL = recordSql(false);
+export const RECORD_SQL = recordSql({ prune: false, settled: false });
 /** As RECORD_SQL, and prunes the logs of the endpoints in $18, each from the id in $19 up (see PrunedLog). */
-export const RECORD_PRUNE_SQL = recordSql(true);
+export const RECORD_PRUNE_SQL = recordSql({ prune: true, settled: false });
+/** As RECORD_SQL (with no entries: `settle`), answering the ids of the deliveries settled as well. */
+export const SETTLE_SQL = recordSql({ prune: false, settled: true });
 
 /**
  * The row addresses of the deliveries among the outcomes `o` that match `condition` and are
@@ -51,8 +53,11 @@ function mineSql(condition: string): string {
  * part in a statement costs even when its list is empty: the plan cached for it scanned the
  * whole log table (dead rows included) before finding there was nothing to delete. The prune
  * walks each endpoint's entries by its index, newest first, and deletes by row address.
+ * `settled`: the ids of the deliveries settled are answered (only `settle` returns them; the
+ * driver parses every id of an answer). The entries kept are answered by those not kept (an
+ * endpoint deleted meanwhile), which is nearly always none.
  */
-function recordSql(prune: boolean): string {
+function recordSql({ prune, settled }: { prune: boolean; settled: boolean }): string {
   return /* sql */ `
 WITH u AS MATERIALIZED (
   SELECT nextval('delivery_log_id_seq'::regclass) AS id, v.*
@@ -94,9 +99,12 @@ WITH u AS MATERIALIZED (
 )`
       : ''
   }
-SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,
-       (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,
-       (SELECT array_agg(id ORDER BY id) FROM ins) AS logged,
+SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,${
+    settled ? /* sql */ `
+       (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,` : /* sql */ `
+       (SELECT count(*) FROM done) + (SELECT count(*) FROM retried) AS settled_count,`
+  }
+       (SELECT array_agg(u.id) FROM u WHERE u.id NOT IN (SELECT id FROM ins)) AS unlogged,
        EXISTS (SELECT 1 FROM retried) AS retried${
     prune ? /* sql */ `,
        (SELECT array_agg(b.endpoint_id) FROM bounds b) AS pruned_endpoints,
@@ -107,9 +115,12 @@ SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,
 export interface RecordRow extends Row {
   /** Every entry's id, in the order given. */
   ids: number[] | null;
-  settled: string[] | null;
-  /** The ids of the entries kept (their endpoints exist). */
-  logged: number[] | null;
+  /** SETTLE_SQL: the ids of the deliveries settled. */
+  settled?: string[] | null;
+  /** The other statements: how many deliveries were settled. */
+  settled_count?: number;
+  /** The ids of the entries not kept (their endpoints are gone). */
+  unlogged: number[] | null;
   retried: boolean;
   /** With a prune: the endpoints pruned and, for each, the id below which it was. */
   pruned_endpoints?: number[] | null;
@@ -125,14 +136,21 @@ export function notePruned(ctx: StoreContext, row: RecordRow): void {
   });
 }
 
+/** The ids of the entries kept (their endpoints exist), in id order. */
+export function loggedIds(row: RecordRow): number[] {
+  const ids = (row.ids ?? []).map(Number);
+  const unlogged = new Set((row.unlogged ?? []).map(Number));
+  return (unlogged.size > 0 ? ids.filter((id) => !unlogged.has(id)) : ids).sort((a, b) => a - b);
+}
+
 /** Deliveries settled and log entries kept (each to be pruned in turn) count toward a vacuum. */
-export function noteTurnover(ctx: StoreContext, row: RecordRow): void {
-  ctx.vacuum.turnedOver((row.settled?.length ?? 0) + (row.logged?.length ?? 0));
+export function noteTurnover(ctx: StoreContext, row: RecordRow, logged: readonly number[] = loggedIds(row)): void {
+  ctx.vacuum.turnedOver((row.settled?.length ?? Number(row.settled_count ?? 0)) + logged.length);
 }
 
 /** New entries are named to every daemon; a retry wakes dispatchers. */
-export function announceRecorded(d: Db, row: RecordRow): void {
-  if (row.logged?.length) d.announce(JSON.stringify({ kind: 'logged', ids: row.logged.map(Number) }));
+export function announceRecorded(d: Db, row: RecordRow, logged: readonly number[] = loggedIds(row)): void {
+  if (logged.length > 0) d.announce(JSON.stringify({ kind: 'logged', ids: logged }));
   if (row.retried) d.announce(OUTBOX_NOTICE);
 }
 
