@@ -107,20 +107,24 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     const { first, saved } = this.host.reserveIds(entries.length);
     await saved;
     const full = entries.map((entry, i): DeliveryLogEntry => ({ id: first + i, ...entry }));
-    // Per endpoint in id order (each endpoint's first append reads its file first).
-    const byEndpoint = new Map<number, DeliveryLogEntry[]>();
+    // Lines go to their files at once, in id order per endpoint. An endpoint whose lines are
+    // not counted yet (its first append reads its file) or whose file is being rotated takes
+    // the rest of the batch's entries along the waiting path, so its lines stay in order. The
+    // appends of one turn share a batch (and its promise) per file.
+    const writes = new Set<Promise<void>>();
+    let waiting: Map<number, DeliveryLogEntry[]> | null = null;
     for (const entry of full) {
-      const list = byEndpoint.get(entry.endpoint_id);
-      if (list) list.push(entry);
-      else byEndpoint.set(entry.endpoint_id, [entry]);
+      const endpointId = entry.endpoint_id;
+      const queued = waiting?.get(endpointId);
+      if (queued) queued.push(entry);
+      else if (!this.#lineCounts.has(endpointId) || this.#rotating.has(endpointId)) (waiting ??= new Map()).set(endpointId, [entry]);
+      else {
+        const written = this.#appendNow(entry);
+        if (written) writes.add(written);
+      }
     }
-    await Promise.all(
-      [...byEndpoint].map(async ([endpointId, entries]) => {
-        if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
-        // From here the appends start in order (waits on a compaction resume in call order).
-        await Promise.all(entries.map((entry) => this.#appendOne(entry)));
-      }),
-    );
+    if (waiting) for (const [endpointId, queued] of waiting) writes.add(this.#appendAfterWaits(endpointId, queued));
+    await Promise.all(writes);
     this.#latest.push(...full);
     this.host.appended(full);
     if (this.#latest.length > RECENT * 2) this.#latest = this.#latest.slice(-RECENT);
@@ -137,12 +141,25 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return this.#latest.filter((entry) => wanted.has(entry.id));
   }
 
-  async #appendOne(full: DeliveryLogEntry): Promise<void> {
-    const endpointId = full.endpoint_id;
+  /** Appends one endpoint's entries in order once its lines are counted and no rotation runs. */
+  async #appendAfterWaits(endpointId: number, entries: DeliveryLogEntry[]): Promise<void> {
     if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
-    while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
-    // From here on synchronous up to the append, so a rotation cannot start in between.
-    if (this.#removed.has(endpointId)) return;
+    const writes = new Set<Promise<void>>();
+    for (const entry of entries) {
+      while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
+      const written = this.#appendNow(entry);
+      if (written) writes.add(written);
+    }
+    await Promise.all(writes);
+  }
+
+  /**
+   * Appends one entry to its endpoint's file (counted, not rotating) and answers its batch's
+   * write; null for a removed endpoint. Synchronous, so a rotation cannot start in between.
+   */
+  #appendNow(full: DeliveryLogEntry): Promise<void> | null {
+    const endpointId = full.endpoint_id;
+    if (this.#removed.has(endpointId)) return null;
     const count = (this.#lineCounts.get(endpointId) ?? 0) + 1;
     this.#lineCounts.set(endpointId, count);
     const log = this.#log(endpointId);
@@ -174,7 +191,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
         .finally(() => this.#rotating.delete(endpointId));
       this.#rotating.set(endpointId, job);
     }
-    await written;
+    return written;
   }
 
   async list(endpointId: number, query: DeliveryLogQuery = {}): Promise<DeliveryLogEntry[]> {
