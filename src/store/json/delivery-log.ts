@@ -64,6 +64,8 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #logs = new Map<number, AppendLog>();
   /** Lines in each endpoint's current file (not its previous segment). */
   readonly #lineCounts = new Map<number, number>();
+  /** The last queued append of each endpoint waiting for its count or a rotation: later ones queue behind it. */
+  readonly #waiting = new Map<number, Promise<void>>();
   /** Segment rotations under way: appends and reads of the endpoint wait for them. */
   readonly #rotating = new Map<number, Promise<void>>();
   /** Endpoints whose log file handle may be open, least recently written first. */
@@ -117,7 +119,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
       const endpointId = entry.endpoint_id;
       const queued = waiting?.get(endpointId);
       if (queued) queued.push(entry);
-      else if (!this.#lineCounts.has(endpointId) || this.#rotating.has(endpointId)) (waiting ??= new Map()).set(endpointId, [entry]);
+      else if (!this.#lineCounts.has(endpointId) || this.#rotating.has(endpointId) || this.#waiting.has(endpointId)) (waiting ??= new Map()).set(endpointId, [entry]);
       else {
         const written = this.#appendNow(entry);
         if (written) writes.add(written);
@@ -141,16 +143,35 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return this.#latest.filter((entry) => wanted.has(entry.id));
   }
 
-  /** Appends one endpoint's entries in order once its lines are counted and no rotation runs. */
-  async #appendAfterWaits(endpointId: number, entries: DeliveryLogEntry[]): Promise<void> {
-    if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
-    const writes = new Set<Promise<void>>();
-    for (const entry of entries) {
-      while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
-      const written = this.#appendNow(entry);
-      if (written) writes.add(written);
-    }
-    await Promise.all(writes);
+  /**
+   * Appends one endpoint's entries in order once its lines are counted and no rotation runs,
+   * after the entries queued so before them (later appends to the endpoint queue behind).
+   */
+  #appendAfterWaits(endpointId: number, entries: DeliveryLogEntry[]): Promise<void> {
+    const before = this.#waiting.get(endpointId);
+    const queued = (async () => {
+      if (before) await before;
+      if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
+      const writes = new Set<Promise<void>>();
+      for (const entry of entries) {
+        while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
+        const write = this.#appendNow(entry);
+        if (write) writes.add(write);
+      }
+      return writes;
+    })();
+    // The next in line waits for these lines to be appended, not for their write.
+    const appended = queued.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#waiting.set(endpointId, appended);
+    void appended.then(() => {
+      if (this.#waiting.get(endpointId) === appended) this.#waiting.delete(endpointId);
+    });
+    return queued.then(async (writes) => {
+      await Promise.all(writes);
+    });
   }
 
   /**
