@@ -24,11 +24,63 @@ interface Lease {
   until: number;
 }
 
-/** A lane in the claim's walk: its due, free deliveries in due order, the next one first. */
-interface Cursor {
-  next: Pending;
-  rest: Iterator<Pending>;
-  taken: number;
+/**
+ * A lane in the claim's walk: its due, free deliveries in due order, `next` first. Its retries
+ * are kept in due order, so their walk stops at the first not yet due; new deliveries are in
+ * insertion order, which is due order for deliveries queued "now", and one queued for later is
+ * passed over, not waited for. Plain iterators rather than generators: a claim steps through
+ * every leased delivery at the head of each lane.
+ */
+class Cursor {
+  next: Pending | undefined;
+  taken = 0;
+  readonly #retries: Iterator<Pending>;
+  readonly #fresh: Iterator<Pending>;
+  #retry: Pending | undefined;
+  #new: Pending | undefined;
+
+  constructor(
+    lane: Lane,
+    readonly now: number,
+    readonly free: (id: string, now: number) => boolean,
+  ) {
+    this.#retries = lane.retries.values();
+    this.#fresh = lane.fresh.values();
+    this.#retry = this.#nextRetry();
+    this.#new = this.#nextNew();
+    this.advance();
+  }
+
+  /** Moves `next` to the lane's following due, free delivery (undefined: none left). */
+  advance(): void {
+    const retry = this.#retry;
+    const fresh = this.#new;
+    if (retry !== undefined && (fresh === undefined || before(retry, fresh))) {
+      this.next = retry;
+      this.#retry = this.#nextRetry();
+    } else {
+      this.next = fresh;
+      if (fresh !== undefined) this.#new = this.#nextNew();
+    }
+  }
+
+  #nextRetry(): Pending | undefined {
+    for (let step = this.#retries.next(); !step.done; step = this.#retries.next()) {
+      const delivery = step.value;
+      // In due order: none after this one is due either.
+      if (delivery.next_attempt_at > this.now) return undefined;
+      if (this.free(delivery.id, this.now)) return delivery;
+    }
+    return undefined;
+  }
+
+  #nextNew(): Pending | undefined {
+    for (let step = this.#fresh.next(); !step.done; step = this.#fresh.next()) {
+      const delivery = step.value;
+      if (delivery.next_attempt_at <= this.now && this.free(delivery.id, this.now)) return delivery;
+    }
+    return undefined;
+  }
 }
 
 /** Due order: when due, then when published, then id (a stable order for equal times). */
@@ -142,57 +194,25 @@ export class OutboxLanes {
     if (perEndpoint <= 0) return;
     const skipEndpoints = new Set(options.skipEndpoints ?? []);
     const skipOwners = new Set(options.skipOwners ?? []);
+    const free = this.#isFree;
     const heap: Cursor[] = [];
     for (const [endpointId, lane] of this.#lanes) {
       if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner)) || paused(endpointId)) continue;
-      const rest = this.#due(lane, now);
-      const first = rest.next();
-      if (!first.done) heapPush(heap, { next: first.value, rest, taken: 0 });
+      const cursor = new Cursor(lane, now, free);
+      if (cursor.next !== undefined) heapPush(heap, cursor);
     }
     while (heap.length > 0 && taken.length < limit) {
       const cursor = heap[0];
-      taken.push(cursor.next);
+      taken.push(cursor.next!);
       cursor.taken++;
-      const following = cursor.taken < perEndpoint ? cursor.rest.next() : { done: true as const, value: undefined };
-      if (following.done) heapPop(heap);
-      else {
-        cursor.next = following.value;
-        siftDown(heap, 0);
-      }
+      if (cursor.taken < perEndpoint) cursor.advance();
+      else cursor.next = undefined;
+      if (cursor.next === undefined) heapPop(heap);
+      else siftDown(heap, 0);
     }
   }
 
-  /**
-   * One lane's due, free deliveries in due order: its retries and new ones merged. The retries
-   * are kept in due order, so their walk stops at the first not yet due; new deliveries are in
-   * insertion order, which is due order for deliveries queued "now", and one queued for later
-   * is passed over, not waited for.
-   */
-  *#due(lane: Lane, now: number): Generator<Pending> {
-    const retries = this.#freeIn(lane.retries, now, true);
-    const fresh = this.#freeIn(lane.fresh, now, false);
-    let r = retries.next();
-    let f = fresh.next();
-    while (!r.done || !f.done) {
-      if (!r.done && (f.done || before(r.value, f.value))) {
-        yield r.value;
-        r = retries.next();
-      } else if (!f.done) {
-        yield f.value;
-        f = fresh.next();
-      }
-    }
-  }
-
-  *#freeIn(set: Set<Pending>, now: number, sorted: boolean): Generator<Pending> {
-    for (const delivery of set) {
-      if (delivery.next_attempt_at > now) {
-        if (sorted) return;
-        continue;
-      }
-      if (this.#free(delivery.id, now)) yield delivery;
-    }
-  }
+  readonly #isFree = (id: string, now: number): boolean => this.#free(id, now);
 
   #free(id: string, now: number): boolean {
     if (this.#uncommitted.size > 0 && this.#uncommitted.has(id)) return false;
@@ -231,7 +251,7 @@ function heapPush(heap: Cursor[], cursor: Cursor): void {
   let i = heap.length - 1;
   while (i > 0) {
     const parent = (i - 1) >> 1;
-    if (!before(heap[i].next, heap[parent].next)) break;
+    if (!before(heap[i].next!, heap[parent].next!)) break;
     [heap[i], heap[parent]] = [heap[parent], heap[i]];
     i = parent;
   }
@@ -249,8 +269,8 @@ function siftDown(heap: Cursor[], i: number): void {
     const left = 2 * i + 1;
     const right = left + 1;
     let least = i;
-    if (left < heap.length && before(heap[left].next, heap[least].next)) least = left;
-    if (right < heap.length && before(heap[right].next, heap[least].next)) least = right;
+    if (left < heap.length && before(heap[left].next!, heap[least].next!)) least = left;
+    if (right < heap.length && before(heap[right].next!, heap[least].next!)) least = right;
     if (least === i) return;
     [heap[i], heap[least]] = [heap[least], heap[i]];
     i = least;
