@@ -472,7 +472,7 @@ export class JsonRepositories implements Repositories {
           const recorded: string[] = [];
           for (const outcome of outcomes) {
             if (!state.deliveries.has(outcome.id) || !state.lanes.holds(owner, outcome.id)) continue;
-            state.lanes.release(owner, outcome.id);
+            state.lanes.settle(owner, outcome.id);
             recorded.push(outcome.id);
             // A pending retry is fsynced: its 2 s delay and the two-attempt limit must survive a
             // crash. A final outcome is only written: lost in a crash, the delivery is sent once
