@@ -36,11 +36,10 @@ interface Lease {
 }
 
 /**
- * A lane in the claim's walk: its due, free deliveries in due order, `next` first. Its retries
- * are kept in due order, so their walk stops at the first not yet due; new deliveries are in
- * insertion order, which is due order for deliveries queued "now", and one queued for later is
- * passed over, not waited for. Plain iterators rather than generators: a claim steps through
- * every leased delivery at the head of each lane.
+ * A lane in the claim's walk: its due, free deliveries in due order, `next` first, merged from
+ * its three sets. Retries and returned deliveries are kept in due order, so their walk stops at
+ * the first not yet due; new deliveries are in insertion order, which is due order for
+ * deliveries queued "now", and one queued for later is passed over, not waited for.
  */
 class Cursor {
   next: Pending | undefined;
