@@ -111,6 +111,40 @@ describe('JSON delivery logs in memory', () => {
     }
   });
 
+  it('keeps each endpoint\'s lines in id order when a batch and the batches beside it cross rotations', async () => {
+    const dir = await tempDir();
+    let next = 1;
+    const host = { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+    const options = { retention: 10 };
+    let log = await JsonDeliveryLog.open(dir, host, undefined, options);
+    const appended: DeliveryLogEntry[] = [];
+    try {
+      // Endpoints 1 and 2 interleaved, 3 new halfway (its first append counts its file): the
+      // batches rotate the files again and again, and start while others wait for a count or
+      // a rotation, or just after one ended.
+      const batch = (from: number, size: number) => Array.from({ length: size }, (_, i) => entry(i >= size / 2 && i % 3 === 0 ? 3 : 1 + (i % 2), from + i));
+      const calls: Array<Promise<DeliveryLogEntry[]>> = [];
+      for (let k = 0; k < 60; k++) {
+        calls.push(log.append(batch(k * 100, 1 + (k % 23))));
+        if (k % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
+        else if (k % 4 === 1) await Promise.resolve();
+      }
+      for (const result of await Promise.all(calls)) appended.push(...result);
+    } finally {
+      await log.close();
+    }
+    log = await JsonDeliveryLog.open(dir, host, undefined, options);
+    try {
+      for (const endpointId of [1, 2, 3]) {
+        const expected = appended.filter((e) => e.endpoint_id === endpointId).slice(-10).reverse();
+        expect(expected.length).toBeGreaterThan(0);
+        expect(await log.list(endpointId)).toEqual(expected);
+      }
+    } finally {
+      await log.close();
+    }
+  });
+
   it('keeps the newest entries in two segments on disk, at most twice the retention, and reads them back after a restart', async () => {
     const dir = await tempDir();
     let next = 1;

@@ -59,10 +59,16 @@ const disabling = new Set<number>();
  * @example
  * dispatcher.onEntry((entry) => void reportAttempt(app, entry));
  */
-export async function reportAttempt(app: FastifyInstance, entry: DeliveryLogEntry): Promise<void> {
+export function reportAttempt(app: FastifyInstance, entry: DeliveryLogEntry): Promise<void> {
+  // A success is only a debug line: nothing to do (not even a promise) when it is not written.
+  if (entry.success && !logsAt(app, 'debug')) return DONE;
+  return report(app, entry);
+}
+
+const DONE = Promise.resolve();
+
+async function report(app: FastifyInstance, entry: DeliveryLogEntry): Promise<void> {
   try {
-    // A success is only a debug line: no lookup when that line is not written.
-    if (entry.success && !logsAt(app, 'debug')) return;
     const endpoint = await app.store.webhooks.get(entry.endpoint_id);
     const fields = {
       endpoint_id: entry.endpoint_id,

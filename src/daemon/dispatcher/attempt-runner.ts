@@ -20,8 +20,8 @@ const DAEMON = `${hostname()}:${process.pid}`;
 export interface AttemptContext {
   sender: Sender;
   clock: Clock;
-  /** Whether private-network targets are allowed now. */
-  allowPrivate: () => Promise<boolean>;
+  /** Whether private-network targets are allowed now (answered at once where it is known at once). */
+  allowPrivate: () => boolean | Promise<boolean>;
 }
 
 /** What an attempt came to. */
@@ -46,7 +46,8 @@ export async function runAttempt(delivery: DeliveryRecord, endpoint: WebhookReco
   const attempt = delivery.attempts + 1;
   const headers = deliveryHeaders(endpoint, delivery, context.clock());
   const createdAt = new Date(context.clock()).toISOString();
-  const result = await context.sender.send(endpoint.url, headers, delivery.body, await context.allowPrivate());
+  const allowPrivate = context.allowPrivate();
+  const result = await context.sender.send(endpoint.url, headers, delivery.body, typeof allowPrivate === 'boolean' ? allowPrivate : await allowPrivate);
   const retryDelay = policy.retryDelaysMs[attempt - 1];
   const state: DeliveryRecord['state'] = result.success ? 'succeeded' : retryDelay === undefined ? 'failed' : 'pending';
   const nextAttemptAt = state === 'pending' ? context.clock() + retryDelay! : null;

@@ -30,15 +30,18 @@ export const LEASE_MS = 60_000;
  */
 const ENDPOINT_FRESH_MS = 1_000;
 
-/** The endpoints of one claimed batch, read in one go. */
-type EndpointsRead = { at: number; endpoints: Promise<Map<number, WebhookRecord>> };
+/**
+ * The endpoints of one claimed batch, read in one go; `found` is set once the read is in, so
+ * the batch's attempts after the first take it without waiting a turn.
+ */
+type EndpointsRead = { at: number; endpoints: Promise<Map<number, WebhookRecord>>; found?: Map<number, WebhookRecord> };
 
 export interface DispatcherOptions {
   store: Store;
   clock: Clock;
   sender: Sender;
   /** Whether private-network targets are allowed now (setting or daemon flag). */
-  allowPrivate: () => Promise<boolean>;
+  allowPrivate: () => boolean | Promise<boolean>;
   /** Attempts in flight at once, over all endpoints (default 256). */
   concurrency?: number;
   /** Attempts in flight at once to one customer's endpoints (default 64). */
@@ -71,7 +74,7 @@ export class Dispatcher {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #sender: Sender;
-  readonly #allowPrivate: () => Promise<boolean>;
+  readonly #allowPrivate: () => boolean | Promise<boolean>;
   readonly #policyOf: PolicyOf;
   /** Each endpoint's policy as its record was last read (a claimed batch's read refreshes it). */
   readonly #policies = new Map<number, EndpointPolicy>();
@@ -258,9 +261,10 @@ export class Dispatcher {
    */
   #readEndpoints(deliveries: DeliveryRecord[]): EndpointsRead {
     const at = this.#clock();
-    if (deliveries.length === 0) return { at, endpoints: Promise.resolve(new Map()) };
+    if (deliveries.length === 0) return { at, endpoints: Promise.resolve(new Map()), found: new Map() };
     const ids = [...new Set(deliveries.map((d) => d.endpoint_id))];
-    const endpoints = this.#store.webhooks.getMany(ids).then((list) => {
+    const read: EndpointsRead = { at, endpoints: null! };
+    read.endpoints = this.#store.webhooks.getMany(ids).then((list) => {
       // A rotation's overlap that has ended: its previous secret goes from the store now.
       if (list.some((e) => e.previous_secret_expires_at && Date.parse(e.previous_secret_expires_at) <= at)) {
         this.#store.webhooks.forgetExpiredSecrets(new Date(at).toISOString()).catch((error) => this.#failed(error, {}, 'could not drop expired previous secrets'));
@@ -272,33 +276,36 @@ export class Dispatcher {
         if (endpoint) this.#policies.set(id, policyOfRecord(endpoint));
         else this.#policies.delete(id);
       }
+      read.found = found;
       return found;
     });
     // Every launched attempt awaits it; none may be launched (all handed back).
-    endpoints.catch(() => undefined);
-    return { at, endpoints };
+    read.endpoints.catch(() => undefined);
+    return read;
   }
 
   // --- attempts -------------------------------------------------------------------------
 
   #launch(held: Held<EndpointsRead>): void {
+    this.#jobs.set(held.delivery.id, this.#job(held));
+  }
+
+  /** An attempt from start to its recorded outcome; never rejects. Its slot is freed once, at the answer or at the end. */
+  async #job(held: Held<EndpointsRead>): Promise<void> {
     const { delivery } = held;
     let freed = false;
-    const free = (answer: Answer) => {
-      if (freed) return;
-      freed = true;
-      this.#free(delivery.id, answer);
-    };
-    const job = this.#attempt(held, (run) => free(run.kind === 'made' ? run.answer : 'not attempted'))
-      .catch((error) => {
-        this.#failed(error, { delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
-        this.#relay.settle(delivery.id, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
-      })
-      .finally(() => {
-        free('not attempted');
-        this.#jobs.delete(delivery.id);
+    try {
+      await this.#attempt(held, (run) => {
+        freed = true;
+        this.#free(delivery.id, run.kind === 'made' ? run.answer : 'not attempted');
       });
-    this.#jobs.set(delivery.id, job);
+    } catch (error) {
+      this.#failed(error, { delivery_id: delivery.id }, 'webhook attempt failed to be recorded');
+      this.#relay.settle(delivery.id, new DeliveryNotAttempted('not logged', 'the attempt was made but could not be logged'));
+    } finally {
+      if (!freed) this.#free(delivery.id, 'not attempted');
+      this.#jobs.delete(delivery.id);
+    }
   }
 
   /**
@@ -324,7 +331,7 @@ export class Dispatcher {
   /** One attempt of one held delivery; resolves once its outcome (and log entry) is recorded. */
   async #attempt(held: Held<EndpointsRead>, answered: (run: AttemptRun) => void): Promise<void> {
     const { delivery } = held;
-    const endpoint = (await held.batch.endpoints).get(delivery.endpoint_id);
+    const endpoint = (held.batch.found ?? (await held.batch.endpoints)).get(delivery.endpoint_id);
     const context = { sender: this.#sender, clock: this.#clock, allowPrivate: this.#allowPrivate };
     const run = await runAttempt(delivery, endpoint, this.#policyOf(delivery.endpoint_id), context);
     answered(run);

@@ -10,7 +10,7 @@ import { ListenHub } from './listen-hub.js';
 import { WebhookSender } from './sender.js';
 
 /** Whether webhooks may target private networks now: the daemon flag or the admin setting. */
-export async function privateTargetsAllowed(app: FastifyInstance): Promise<boolean> {
+export function privateTargetsAllowed(app: FastifyInstance): boolean {
   return app.daemon.allowPrivateWebhooks === true || app.settings.current().webhook_allow_private_networks;
 }
 

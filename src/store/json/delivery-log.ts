@@ -64,6 +64,8 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   readonly #logs = new Map<number, AppendLog>();
   /** Lines in each endpoint's current file (not its previous segment). */
   readonly #lineCounts = new Map<number, number>();
+  /** The last queued append of each endpoint waiting for its count or a rotation: later ones queue behind it. */
+  readonly #waiting = new Map<number, Promise<void>>();
   /** Segment rotations under way: appends and reads of the endpoint wait for them. */
   readonly #rotating = new Map<number, Promise<void>>();
   /** Endpoints whose log file handle may be open, least recently written first. */
@@ -107,20 +109,24 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     const { first, saved } = this.host.reserveIds(entries.length);
     await saved;
     const full = entries.map((entry, i): DeliveryLogEntry => ({ id: first + i, ...entry }));
-    // Per endpoint in id order (each endpoint's first append reads its file first).
-    const byEndpoint = new Map<number, DeliveryLogEntry[]>();
+    // Lines go to their files at once, in id order per endpoint. An endpoint whose lines are
+    // not counted yet (its first append reads its file) or whose file is being rotated takes
+    // the rest of the batch's entries along the waiting path, so its lines stay in order. The
+    // appends of one turn share a batch (and its promise) per file.
+    const writes = new Set<Promise<void>>();
+    let waiting: Map<number, DeliveryLogEntry[]> | null = null;
     for (const entry of full) {
-      const list = byEndpoint.get(entry.endpoint_id);
-      if (list) list.push(entry);
-      else byEndpoint.set(entry.endpoint_id, [entry]);
+      const endpointId = entry.endpoint_id;
+      const queued = waiting?.get(endpointId);
+      if (queued) queued.push(entry);
+      else if (!this.#lineCounts.has(endpointId) || this.#rotating.has(endpointId) || this.#waiting.has(endpointId)) (waiting ??= new Map()).set(endpointId, [entry]);
+      else {
+        const written = this.#appendNow(entry);
+        if (written) writes.add(written);
+      }
     }
-    await Promise.all(
-      [...byEndpoint].map(async ([endpointId, entries]) => {
-        if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
-        // From here the appends start in order (waits on a compaction resume in call order).
-        await Promise.all(entries.map((entry) => this.#appendOne(entry)));
-      }),
-    );
+    if (waiting) for (const [endpointId, queued] of waiting) writes.add(this.#appendAfterWaits(endpointId, queued));
+    await Promise.all(writes);
     this.#latest.push(...full);
     this.host.appended(full);
     if (this.#latest.length > RECENT * 2) this.#latest = this.#latest.slice(-RECENT);
@@ -137,12 +143,44 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return this.#latest.filter((entry) => wanted.has(entry.id));
   }
 
-  async #appendOne(full: DeliveryLogEntry): Promise<void> {
+  /**
+   * Appends one endpoint's entries in order once its lines are counted and no rotation runs,
+   * after the entries queued so before them (later appends to the endpoint queue behind).
+   */
+  #appendAfterWaits(endpointId: number, entries: DeliveryLogEntry[]): Promise<void> {
+    const before = this.#waiting.get(endpointId);
+    const queued = (async () => {
+      if (before) await before;
+      if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
+      const writes = new Set<Promise<void>>();
+      for (const entry of entries) {
+        while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
+        const write = this.#appendNow(entry);
+        if (write) writes.add(write);
+      }
+      return writes;
+    })();
+    // The next in line waits for these lines to be appended, not for their write.
+    const appended = queued.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#waiting.set(endpointId, appended);
+    void appended.then(() => {
+      if (this.#waiting.get(endpointId) === appended) this.#waiting.delete(endpointId);
+    });
+    return queued.then(async (writes) => {
+      await Promise.all(writes);
+    });
+  }
+
+  /**
+   * Appends one entry to its endpoint's file (counted, not rotating) and answers its batch's
+   * write; null for a removed endpoint. Synchronous, so a rotation cannot start in between.
+   */
+  #appendNow(full: DeliveryLogEntry): Promise<void> | null {
     const endpointId = full.endpoint_id;
-    if (!this.#lineCounts.has(endpointId)) await this.#count(endpointId);
-    while (this.#rotating.has(endpointId)) await this.#rotating.get(endpointId);
-    // From here on synchronous up to the append, so a rotation cannot start in between.
-    if (this.#removed.has(endpointId)) return;
+    if (this.#removed.has(endpointId)) return null;
     const count = (this.#lineCounts.get(endpointId) ?? 0) + 1;
     this.#lineCounts.set(endpointId, count);
     const log = this.#log(endpointId);
@@ -174,7 +212,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
         .finally(() => this.#rotating.delete(endpointId));
       this.#rotating.set(endpointId, job);
     }
-    await written;
+    return written;
   }
 
   async list(endpointId: number, query: DeliveryLogQuery = {}): Promise<DeliveryLogEntry[]> {

@@ -5,7 +5,10 @@
 //
 // A claim is one walk over the due deliveries in due order (`next_attempt_at`, then creation):
 // a merge of the lanes' heads, so an endpoint that has had its `perEndpoint` (or is skipped or
-// paused) drops out of the walk instead of being passed over delivery by delivery.
+// paused) drops out of the walk instead of being passed over delivery by delivery. A claimed
+// delivery leaves its lane's walk while its lease runs (the walk would otherwise step over every
+// delivery held by the dispatcher, at every claim): it comes back when it is handed back or its
+// lease ends, and goes when its outcome is recorded.
 import type { ClaimOptions } from '../store.js';
 import type { Pending } from './outbox-table.js';
 
@@ -17,18 +20,88 @@ interface Lane {
   retries: Set<Pending>;
   /** The latest due time a retry was added with: one added earlier than it re-sorts the set. */
   retriesUpTo: number;
+  /** Claimed and leased: out of the walk. */
+  leased: Set<Pending>;
+  /** No lease of `leased` ends before this (lowered as leases are given, raised when they are looked at). */
+  leasedUntil: number;
+  /** Handed back, or their lease ended: in the walk again, in due order. */
+  returned: Set<Pending>;
 }
 
 interface Lease {
   owner: string;
   until: number;
+  /** The entry leased (its lane's `leased` holds it unless it was replaced meanwhile). */
+  entry: Pending;
 }
 
-/** A lane in the claim's walk: its due, free deliveries in due order, the next one first. */
-interface Cursor {
-  next: Pending;
-  rest: Iterator<Pending>;
-  taken: number;
+/**
+ * A lane in the claim's walk: its due, free deliveries in due order, `next` first, merged from
+ * its three sets. Retries and returned deliveries are kept in due order, so their walk stops at
+ * the first not yet due; new deliveries are in insertion order, which is due order for
+ * deliveries queued "now", and one queued for later is passed over, not waited for.
+ */
+class Cursor {
+  next: Pending | undefined;
+  taken = 0;
+  readonly #retries: Iterator<Pending>;
+  readonly #returned: Iterator<Pending>;
+  readonly #fresh: Iterator<Pending>;
+  #retry: Pending | undefined;
+  #back: Pending | undefined;
+  #new: Pending | undefined;
+
+  constructor(
+    lane: Lane,
+    readonly now: number,
+    readonly free: (id: string, now: number) => boolean,
+  ) {
+    this.#retries = lane.retries.values();
+    this.#returned = lane.returned.values();
+    this.#fresh = lane.fresh.values();
+    this.#retry = this.#nextInOrder(this.#retries);
+    this.#back = lane.returned.size > 0 ? this.#nextInOrder(this.#returned) : undefined;
+    this.#new = this.#nextNew();
+    this.advance();
+  }
+
+  /** Moves `next` to the lane's following due, free delivery (undefined: none left). */
+  advance(): void {
+    let next = this.#retry;
+    let from = 0;
+    if (this.#back !== undefined && (next === undefined || before(this.#back, next))) {
+      next = this.#back;
+      from = 1;
+    }
+    if (this.#new !== undefined && (next === undefined || before(this.#new, next))) {
+      next = this.#new;
+      from = 2;
+    }
+    this.next = next;
+    if (next === undefined) return;
+    if (from === 0) this.#retry = this.#nextInOrder(this.#retries);
+    else if (from === 1) this.#back = this.#nextInOrder(this.#returned);
+    else this.#new = this.#nextNew();
+  }
+
+  /** The next due, free delivery of a set kept in due order. */
+  #nextInOrder(set: Iterator<Pending>): Pending | undefined {
+    for (let step = set.next(); !step.done; step = set.next()) {
+      const delivery = step.value;
+      // In due order: none after this one is due either.
+      if (delivery.next_attempt_at > this.now) return undefined;
+      if (this.free(delivery.id, this.now)) return delivery;
+    }
+    return undefined;
+  }
+
+  #nextNew(): Pending | undefined {
+    for (let step = this.#fresh.next(); !step.done; step = this.#fresh.next()) {
+      const delivery = step.value;
+      if (delivery.next_attempt_at <= this.now && this.free(delivery.id, this.now)) return delivery;
+    }
+    return undefined;
+  }
 }
 
 /** Due order: when due, then when published, then id (a stable order for equal times). */
@@ -80,14 +153,24 @@ export class OutboxLanes {
         if (taken.length >= limit) break;
       }
     } else this.#walk(options, taken, paused);
-    for (const delivery of taken) this.#leases.set(delivery.id, { owner: options.owner, until: now + options.leaseMs });
+    const until = now + options.leaseMs;
+    for (const delivery of taken) {
+      this.#leases.set(delivery.id, { owner: options.owner, until, entry: delivery });
+      const lane = this.#lanes.get(delivery.endpoint_id);
+      if (!lane) continue;
+      lane.fresh.delete(delivery);
+      lane.retries.delete(delivery);
+      lane.returned.delete(delivery);
+      lane.leased.add(delivery);
+      if (until < lane.leasedUntil) lane.leasedUntil = until;
+    }
     return taken;
   }
 
   /** An endpoint's pending deliveries. */
   ofEndpoint(endpointId: number): Pending[] {
     const lane = this.#lanes.get(endpointId);
-    return lane ? [...lane.retries.values(), ...lane.fresh.values()] : [];
+    return lane ? [...lane.retries.values(), ...lane.returned.values(), ...lane.fresh.values(), ...lane.leased.values()] : [];
   }
 
   /** Whether `owner` holds the delivery's lease (live or ended but not taken by another). */
@@ -95,21 +178,34 @@ export class OutboxLanes {
     return this.#leases.get(id)?.owner === owner;
   }
 
+  /** Hands a delivery back: claimable again at once, in due order. */
   release(owner: string, id: string): void {
+    const lease = this.#leases.get(id);
+    if (lease?.owner !== owner) return;
+    this.#leases.delete(id);
+    const lane = this.#lanes.get(lease.entry.endpoint_id);
+    if (lane?.leased.delete(lease.entry)) this.#return(lane, lease.entry);
+  }
+
+  /**
+   * The lease of a delivery whose outcome is being recorded ends: the caller replaces the entry
+   * (a retry, back in its lane) or deletes it in the same change.
+   */
+  settle(owner: string, id: string): void {
     if (this.holds(owner, id)) this.#leases.delete(id);
   }
 
   /** How many deliveries the endpoint has pending. */
   pendingOf(endpointId: number): number {
     const lane = this.#lanes.get(endpointId);
-    return lane ? lane.retries.size + lane.fresh.size : 0;
+    return lane ? lane.retries.size + lane.returned.size + lane.fresh.size + lane.leased.size : 0;
   }
 
   nextDueAt(paused: (endpointId: number) => boolean = () => false): number | null {
     let next: number | null = null;
     for (const [endpointId, lane] of this.#lanes) {
       if (paused(endpointId)) continue;
-      for (const map of [lane.retries, lane.fresh]) {
+      for (const map of [lane.retries, lane.returned, lane.fresh, lane.leased]) {
         for (const delivery of map) {
           if (next === null || delivery.next_attempt_at < next) next = delivery.next_attempt_at;
           break;
@@ -122,8 +218,17 @@ export class OutboxLanes {
   /** When the endpoint's first retry is due (its retries are kept in due order); null without one. */
   nextRetryAt(endpointId: number): number | null {
     const lane = this.#lanes.get(endpointId);
-    if (lane) for (const delivery of lane.retries) return delivery.next_attempt_at;
-    return null;
+    if (!lane) return null;
+    let next: number | null = null;
+    for (const delivery of lane.retries) {
+      next = delivery.next_attempt_at;
+      break;
+    }
+    // Retries out of the walk (claimed, or back from a claim) count too.
+    for (const set of [lane.leased, lane.returned]) {
+      for (const delivery of set) if (delivery.attempts > 0 && (next === null || delivery.next_attempt_at < next)) next = delivery.next_attempt_at;
+    }
+    return next;
   }
 
   clear(): void {
@@ -142,57 +247,26 @@ export class OutboxLanes {
     if (perEndpoint <= 0) return;
     const skipEndpoints = new Set(options.skipEndpoints ?? []);
     const skipOwners = new Set(options.skipOwners ?? []);
+    const free = this.#isFree;
     const heap: Cursor[] = [];
     for (const [endpointId, lane] of this.#lanes) {
       if (skipEndpoints.has(endpointId) || (lane.owner !== null && skipOwners.has(lane.owner)) || paused(endpointId)) continue;
-      const rest = this.#due(lane, now);
-      const first = rest.next();
-      if (!first.done) heapPush(heap, { next: first.value, rest, taken: 0 });
+      if (lane.leasedUntil <= now) this.#expire(lane, now);
+      const cursor = new Cursor(lane, now, free);
+      if (cursor.next !== undefined) heapPush(heap, cursor);
     }
     while (heap.length > 0 && taken.length < limit) {
       const cursor = heap[0];
-      taken.push(cursor.next);
+      taken.push(cursor.next!);
       cursor.taken++;
-      const following = cursor.taken < perEndpoint ? cursor.rest.next() : { done: true as const, value: undefined };
-      if (following.done) heapPop(heap);
-      else {
-        cursor.next = following.value;
-        siftDown(heap, 0);
-      }
+      if (cursor.taken < perEndpoint) cursor.advance();
+      else cursor.next = undefined;
+      if (cursor.next === undefined) heapPop(heap);
+      else siftDown(heap, 0);
     }
   }
 
-  /**
-   * One lane's due, free deliveries in due order: its retries and new ones merged. The retries
-   * are kept in due order, so their walk stops at the first not yet due; new deliveries are in
-   * insertion order, which is due order for deliveries queued "now", and one queued for later
-   * is passed over, not waited for.
-   */
-  *#due(lane: Lane, now: number): Generator<Pending> {
-    const retries = this.#freeIn(lane.retries, now, true);
-    const fresh = this.#freeIn(lane.fresh, now, false);
-    let r = retries.next();
-    let f = fresh.next();
-    while (!r.done || !f.done) {
-      if (!r.done && (f.done || before(r.value, f.value))) {
-        yield r.value;
-        r = retries.next();
-      } else if (!f.done) {
-        yield f.value;
-        f = fresh.next();
-      }
-    }
-  }
-
-  *#freeIn(set: Set<Pending>, now: number, sorted: boolean): Generator<Pending> {
-    for (const delivery of set) {
-      if (delivery.next_attempt_at > now) {
-        if (sorted) return;
-        continue;
-      }
-      if (this.#free(delivery.id, now)) yield delivery;
-    }
-  }
+  readonly #isFree = (id: string, now: number): boolean => this.#free(id, now);
 
   #free(id: string, now: number): boolean {
     if (this.#uncommitted.size > 0 && this.#uncommitted.has(id)) return false;
@@ -200,10 +274,31 @@ export class OutboxLanes {
     return !lease || lease.until <= now;
   }
 
+  /** Leases of the lane that ended: their deliveries go back into the walk. */
+  #expire(lane: Lane, now: number): void {
+    let until = Infinity;
+    for (const delivery of lane.leased) {
+      const lease = this.#leases.get(delivery.id);
+      if (!lease || lease.until <= now) {
+        lane.leased.delete(delivery);
+        this.#return(lane, delivery);
+      } else if (lease.until < until) until = lease.until;
+    }
+    lane.leasedUntil = until;
+  }
+
+  /** Puts a delivery back into its lane's walk, in due order. */
+  #return(lane: Lane, delivery: Pending): void {
+    let last: Pending | undefined;
+    for (const entry of lane.returned) last = entry;
+    lane.returned.add(delivery);
+    if (last !== undefined && before(delivery, last)) lane.returned = new Set([...lane.returned].sort((a, b) => (before(a, b) ? -1 : 1)));
+  }
+
   #add(delivery: Pending): void {
     let lane = this.#lanes.get(delivery.endpoint_id);
     if (!lane) {
-      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set(), retriesUpTo: 0 };
+      lane = { owner: delivery.owner_id, fresh: new Set(), retries: new Set(), retriesUpTo: 0, leased: new Set(), leasedUntil: Infinity, returned: new Set() };
       this.#lanes.set(delivery.endpoint_id, lane);
     }
     if (delivery.attempts === 0) {
@@ -220,9 +315,8 @@ export class OutboxLanes {
   #remove(delivery: Pending): void {
     const lane = this.#lanes.get(delivery.endpoint_id);
     if (!lane) return;
-    lane.fresh.delete(delivery);
-    lane.retries.delete(delivery);
-    if (lane.fresh.size === 0 && lane.retries.size === 0) this.#lanes.delete(delivery.endpoint_id);
+    if (!lane.fresh.delete(delivery) && !lane.retries.delete(delivery) && !lane.leased.delete(delivery)) lane.returned.delete(delivery);
+    if (lane.fresh.size === 0 && lane.retries.size === 0 && lane.leased.size === 0 && lane.returned.size === 0) this.#lanes.delete(delivery.endpoint_id);
   }
 }
 
@@ -231,7 +325,7 @@ function heapPush(heap: Cursor[], cursor: Cursor): void {
   let i = heap.length - 1;
   while (i > 0) {
     const parent = (i - 1) >> 1;
-    if (!before(heap[i].next, heap[parent].next)) break;
+    if (!before(heap[i].next!, heap[parent].next!)) break;
     [heap[i], heap[parent]] = [heap[parent], heap[i]];
     i = parent;
   }
@@ -249,8 +343,8 @@ function siftDown(heap: Cursor[], i: number): void {
     const left = 2 * i + 1;
     const right = left + 1;
     let least = i;
-    if (left < heap.length && before(heap[left].next, heap[least].next)) least = left;
-    if (right < heap.length && before(heap[right].next, heap[least].next)) least = right;
+    if (left < heap.length && before(heap[left].next!, heap[least].next!)) least = left;
+    if (right < heap.length && before(heap[right].next!, heap[least].next!)) least = right;
     if (least === i) return;
     [heap[i], heap[least]] = [heap[least], heap[i]];
     i = least;

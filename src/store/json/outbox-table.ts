@@ -151,11 +151,21 @@ export class DeliveryTable {
   }
 
   delete(id: string): DeliveryRecord | undefined {
+    return this.take(id)?.record();
+  }
+
+  /** Removes a delivery and answers its entry as it was (for `restore`), without making a record of it. */
+  take(id: string): Pending | undefined {
     const previous = this.rows.get(id);
     if (!previous) return undefined;
     this.rows.delete(id);
     this.onChange?.(previous, undefined);
-    return previous.record();
+    return previous;
+  }
+
+  /** Puts back an entry `take` removed (a rollback). */
+  restore(entry: Pending): void {
+    this.#set(entry, this.rows.get(entry.id));
   }
 
   clear(): void {

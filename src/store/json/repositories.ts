@@ -471,16 +471,15 @@ export class JsonRepositories implements Repositories {
         run((w) => {
           const recorded: string[] = [];
           for (const outcome of outcomes) {
-            const current = state.deliveries.get(outcome.id);
-            if (!current || !state.lanes.holds(owner, outcome.id)) continue;
-            state.lanes.release(owner, outcome.id);
+            if (!state.deliveries.has(outcome.id) || !state.lanes.holds(owner, outcome.id)) continue;
+            state.lanes.settle(owner, outcome.id);
             recorded.push(outcome.id);
             // A pending retry is fsynced: its 2 s delay and the two-attempt limit must survive a
             // crash. A final outcome is only written: lost in a crash, the delivery is sent once
             // more, which at-least-once delivery allows (receivers deduplicate by X-Webhook-Delivery).
             if (outcome.state === 'pending') {
-              w.put('deliveries', { ...current, attempts: outcome.attempts, next_attempt_at: outcome.next_attempt_at });
-            } else w.delete('deliveries', outcome.id, false);
+              w.put('deliveries', { ...state.deliveries.get(outcome.id)!, attempts: outcome.attempts, next_attempt_at: outcome.next_attempt_at });
+            } else w.deleteDelivery(outcome.id, false);
           }
           if (outcomes.some((o) => o.state === 'pending')) w.change({ kind: 'outbox' });
           return recorded;

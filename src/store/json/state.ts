@@ -178,18 +178,34 @@ export class Writer {
     return previous as T;
   }
 
+  /**
+   * A delivery's removal on its final outcome: the same journal operation as `delete`, without
+   * making records of the entry for the answer and the undo.
+   */
+  deleteDelivery(id: string, durable = true): boolean {
+    const table = this.state.deliveries;
+    const previous = table.take(id);
+    if (!previous) return false;
+    this.#undo.push(() => table.restore(previous));
+    this.ops.push({ t: 'deliveries', k: id });
+    this.durable ||= durable;
+    return true;
+  }
+
   enqueue(deliveries: DeliveryRecord[]): void {
     const table = this.state.deliveries;
     const byBody = new Map<string, Omit<DeliveryRecord, 'body'>[]>();
+    const ids: string[] = [];
     for (const delivery of deliveries) {
       if (table.has(delivery.id)) throw new Error(`delivery ${delivery.id} exists already`);
       const { body, ...rest } = delivery;
       let group = byBody.get(body);
       if (!group) byBody.set(body, (group = []));
       group.push(rest);
+      ids.push(delivery.id);
       this.enqueued.push(delivery.id);
     }
-    this.state.lanes.withhold(deliveries.map((delivery) => delivery.id));
+    this.state.lanes.withhold(ids);
     for (const [body, d] of byBody) {
       table.add(body, d);
       this.#undo.push(() => {

@@ -41,7 +41,7 @@ export async function checkTargetUrl(app: FastifyInstance, raw: string): Promise
     throw new ApiError('VALIDATION_FAILED', 'url: must not contain credentials (user:password@); authenticate receivers with the signature');
   }
   const blocked = blockedLiteral(url);
-  if (blocked && !(await privateTargetsAllowed(app))) {
+  if (blocked && !privateTargetsAllowed(app)) {
     throw new ApiError(
       'VALIDATION_FAILED',
       `url: ${blocked.address} is a ${blocked.reason} address; webhook targets in private networks are not allowed ` +
