@@ -404,6 +404,12 @@ async function benchDispatch() {
       return { ...result, daemonCpuUs: (daemonCpu * 1e6) / result.deliveries, benchCpuUs: (self.user + self.system) / result.deliveries };
     };
     try {
+      // One unmeasured run a side first: a fresh process's first run is mostly compiling (its
+      // daemon, the receiver and the raw sender all spent about twice the CPU a delivery).
+      log('dispatch: warm-up, one unmeasured run a side…');
+      await dispatchRun(publisher, receiver);
+      if (other) await dispatchRun(otherPublisher, receiver);
+      await rawRun(receiver, agent);
       for (let round = 0; round < rounds; round++) {
         const panelRound = async () => {
           log(`dispatch: daemon (round ${round + 1})…`);
@@ -811,7 +817,7 @@ the process under test, as does the baseline.
 **Method.** The machine is a shared virtual machine whose speed changes from minute to minute
 (the bare route alone has measured anywhere from 21,000 to 46,000 req/s). So the daemon and its
 baseline are measured in alternating rounds (API: ${api.rounds} rounds of ${Math.max(2, Math.round(DURATION / 2))} s
-each side after a warm-up; dispatch: ${dispatch.ratios.length} rounds; scale: ${dispatch.ratios.length} rounds against a
+each side after a warm-up; dispatch: ${dispatch.ratios.length} rounds after an unmeasured run a side; scale: ${dispatch.ratios.length} rounds against a
 daemon on an empty store running beside it; CLI: ${cli.runs} alternating runs) and
 each ratio is the median of the rounds' ratios, shown with its range. Clients keep their
 connections across rounds on both sides (the daemon's webhook agent does too).

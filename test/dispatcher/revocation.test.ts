@@ -124,6 +124,16 @@ describe('revocation reaches open streams', () => {
     return { customer, endpointId, deliver };
   }
 
+  /** A customer's API key holding a delivery stream that has had one delivery. */
+  async function keyStreamWithOneDelivery() {
+    const { customer, deliver } = await customerWithEndpoint();
+    const key = await apiKey(customer.jwt);
+    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
+    await deliver();
+    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+    return { customer, key, stream, deliver };
+  }
+
   /**
    * Right after the revocation was answered: a delivery is published at once, the stream ends
    * within the bound, and that delivery (logged by then) never reached it.
@@ -136,11 +146,7 @@ describe('revocation reaches open streams', () => {
   }
 
   it("ends a deleted API key's delivery stream, which gets nothing after the delete", async () => {
-    const { customer, deliver } = await customerWithEndpoint();
-    const key = await apiKey(customer.jwt);
-    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
-    await deliver();
-    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+    const { customer, key, stream, deliver } = await keyStreamWithOneDelivery();
 
     const removed = await world.daemon.request('DELETE', `/auth/api-keys/${key.id}`, { token: customer.jwt });
     expect(removed.status, removed.text).toBe(200);
@@ -214,11 +220,7 @@ describe('revocation reaches open streams', () => {
   }
 
   it('keeps a stream open when a re-check meets the store down for a moment, holding its frames until the caller is vouched for', async () => {
-    const { customer, deliver } = await customerWithEndpoint();
-    const key = await apiKey(customer.jwt);
-    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
-    await deliver();
-    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+    const { stream, deliver } = await keyStreamWithOneDelivery();
 
     const lookUp = vi.spyOn(holder.app.store.apiKeys, 'callerByHash').mockRejectedValueOnce(new StoreUnavailableError('the database is restarting'));
     try {
@@ -236,11 +238,7 @@ describe('revocation reaches open streams', () => {
   });
 
   it('ends a stream whose caller the store cannot vouch for after asking again, and sends it nothing meanwhile', async () => {
-    const { customer, deliver } = await customerWithEndpoint();
-    const key = await apiKey(customer.jwt);
-    const stream = await openStream(holder, key.key, '/webhooks/deliveries/stream');
-    await deliver();
-    await vi.waitFor(() => expect(deliveries(stream)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+    const { stream, deliver } = await keyStreamWithOneDelivery();
 
     const lookUp = vi.spyOn(holder.app.store.apiKeys, 'callerByHash').mockRejectedValue(new StoreUnavailableError('the database is down'));
     try {

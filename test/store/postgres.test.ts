@@ -133,6 +133,20 @@ async function deliveriesStats(client: pg.Client, done: (stats: DeliveryTableSta
     .catch(read);
 }
 
+/** A store and a plain client on a database of the test's own, closed when `fn` ends. */
+async function withFreshStore(fn: (store: PostgresStore, client: pg.Client) => Promise<void>): Promise<void> {
+  const fresh = await createDatabase(adminUrl!);
+  const store = await PostgresStore.open(fresh);
+  const client = new pg.Client({ connectionString: fresh });
+  await client.connect();
+  try {
+    await fn(store, client);
+  } finally {
+    await store.close();
+    await client.end();
+  }
+}
+
 describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
   let url: string;
   let a: PostgresStore;
@@ -664,11 +678,7 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     // A dead endpoint's deliveries pile up; with statistics that know it, a publish's look for
     // claimable deliveries of each matched endpoint was planned as a scan of the table (a
     // hundred milliseconds a publish at 50,000 pending).
-    const fresh = await createDatabase(adminUrl!);
-    const store = await PostgresStore.open(fresh);
-    const client = new pg.Client({ connectionString: fresh });
-    await client.connect();
-    try {
+    await withFreshStore(async (store, client) => {
       const owner = await store.users.insert(user('admin'));
       const hooks: Array<{ id: number }> = [];
       for (let i = 0; i < 5; i++) hooks.push(await store.webhooks.insert(webhook(owner.id)));
@@ -687,18 +697,11 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
       const stats = await deliveriesStats(client, (x) => x.n_tup_ins >= backlog.length + published);
       expect(stats.n_tup_ins).toBe(backlog.length + published);
       expect(stats.seq_tup_read).toBe(0);
-    } finally {
-      await store.close();
-      await client.end();
-    }
+    });
   });
 
   it('matches a published event to its endpoints by index, not by reading every endpoint', async () => {
-    const fresh = await createDatabase(adminUrl!);
-    const store = await PostgresStore.open(fresh);
-    const client = new pg.Client({ connectionString: fresh });
-    await client.connect();
-    try {
+    await withFreshStore(async (store, client) => {
       const admin = await store.users.insert(user('admin'));
       const customers = [await store.users.insert(user()), await store.users.insert(user())];
       // 5,000 endpoints of the two customers, listening to another event; 10 of the first listen to this one.
@@ -725,19 +728,12 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
       walk(rows[0]['QUERY PLAN'][0].Plan);
       expect(scans).not.toContain('webhooks');
       expect(scans).not.toContain('webhook_events');
-    } finally {
-      await store.close();
-      await client.end();
-    }
+    });
   });
 
   it('keeps the pages of a drained outbox when it is vacuumed (no exclusive lock taken to give them back)', async () => {
     // A database of its own: rows of other tests at the table's end would keep its pages anyway.
-    const fresh = await createDatabase(adminUrl!);
-    const store = await PostgresStore.open(fresh);
-    const client = new pg.Client({ connectionString: fresh });
-    await client.connect();
-    try {
+    await withFreshStore(async (store, client) => {
       const owner = await store.users.insert(user());
       const hook = await store.webhooks.insert(webhook(owner.id));
       const batch = Array.from({ length: 500 }, (_, i) => delivery(hook.id, Date.now() - 60_000 + i));
@@ -750,10 +746,7 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
       expect((await client.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries')).rows[0].n).toBe(0);
       await client.query('VACUUM deliveries');
       expect(await size()).toBe(bytes);
-    } finally {
-      await client.end();
-      await store.close();
-    }
+    });
   });
 
   it('vacuums the outbox and the log itself once a few thousand of their rows turned over', async () => {
