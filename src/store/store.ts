@@ -203,6 +203,11 @@ export interface IdRange {
 
 export interface WebhooksRepository {
   get(id: number): Promise<WebhookRecord | undefined>;
+  /**
+   * The endpoint with its delivery log's revision (`DeliveryLogRepository.revision`), read
+   * together: what a request for the log needs first (one statement on PostgreSQL).
+   */
+  getWithLogRevision(id: number): Promise<{ endpoint: WebhookRecord; logRevision: string } | undefined>;
   /** The endpoints among `ids` that exist, by id (a dispatcher reads a claimed batch's in one go). */
   getMany(ids: number[]): Promise<WebhookRecord[]>;
   /** Every endpoint (within `range`), by id. */

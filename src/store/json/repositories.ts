@@ -332,6 +332,10 @@ export class JsonRepositories implements Repositories {
 
     this.webhooks = {
       get: async (id) => state.webhooks.get(id),
+      getWithLogRevision: async (id) => {
+        const endpoint = state.webhooks.get(id);
+        return endpoint && { endpoint, logRevision: await deliveryLog.revision(id) };
+      },
       getMany: async (ids) => sorted([...new Set(ids)].flatMap((id) => state.webhooks.get(id) ?? [])),
       list: async (range) => within(sorted(state.webhooks.values()), range),
       listByUser: async (userId, range) => within(sorted(state.webhooks.byGroup('user', userId)), range),

@@ -1392,6 +1392,19 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.deliveryLog.revision(hook.id)).toBe(last);
       });
 
+      it('reads an endpoint with its log revision together: the endpoint as get gives it, the revision as revision does', async () => {
+        const user = await store.users.insert(userRecord('rev-with@example.test'));
+        const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });
+        const before = await store.webhooks.getWithLogRevision(hook.id);
+        expect(before).toEqual({ endpoint: await store.webhooks.get(hook.id), logRevision: await store.deliveryLog.revision(hook.id) });
+        await store.deliveryLog.append([logEntry(hook.id)]);
+        const after = await store.webhooks.getWithLogRevision(hook.id);
+        expect(after!.logRevision).toBe(await store.deliveryLog.revision(hook.id));
+        expect(after!.logRevision).not.toBe(before!.logRevision);
+        await store.webhooks.remove(hook.id);
+        expect(await store.webhooks.getWithLogRevision(hook.id)).toBeUndefined();
+      });
+
       it('revision moves when pruning makes room for a new entry, and stays while nothing is added', async () => {
         const user = await store.users.insert(userRecord('rev-prune@example.test'));
         const hook = await store.webhooks.insert({ user_id: user.id, url: 'https://h.test/', secret: 's', events: '*', active: true, created_at: T0, updated_at: T0 });

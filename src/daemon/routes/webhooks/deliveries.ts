@@ -28,7 +28,7 @@ function outcome(entry: DeliveryLogEntry): string {
 }
 
 /** An endpoint and its log's revision, as the deliveries route reads them. */
-type LogReads = Promise<[WebhookRecord | undefined, string]>;
+type LogReads = ReturnType<FastifyInstance['store']['webhooks']['getWithLogRevision']>;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,11 +50,11 @@ export default async function deliveryRoutes(app: FastifyInstance) {
   app.decorateRequest('logReads', null);
 
   /**
-   * The endpoint and the log's revision, asked at once (two statements in flight on PostgreSQL,
-   * not one after the other). Both are read from the store itself, not from a cache the change
-   * feed keeps, so they need not wait for the feed's answer.
+   * The endpoint and the log's revision, read together (one statement on PostgreSQL). Both come
+   * from the store itself, not from a cache the change feed keeps, so they need not wait for the
+   * feed's answer.
    */
-  const readLog = (id: number): LogReads => Promise.all([app.store.webhooks.get(id), app.store.deliveryLog.revision(id)]);
+  const readLog = (id: number): LogReads => app.store.webhooks.getWithLogRevision(id);
 
   /**
    * Queues a manual delivery to one endpoint, has this daemon's dispatcher claim it at once
@@ -114,8 +114,9 @@ export default async function deliveryRoutes(app: FastifyInstance) {
       // The revision of an endpoint the caller may not read is dropped unseen; it is read
       // before `build` would run (see LogMemo.send).
       const early = request.logReads;
-      const [endpoint, revision] = await (early !== null && early.id === id ? early.reads : readLog(id));
-      assertOwnership(request, endpoint, 'webhook', id);
+      const read = await (early !== null && early.id === id ? early.reads : readLog(id));
+      assertOwnership(request, read?.endpoint, 'webhook', id);
+      const revision = read!.logRevision;
       const { success, event, since } = request.query;
       const sinceMs = since === undefined ? undefined : parseTime('since', since);
       const events = event === undefined ? undefined : new Set(event.split(',').map((name) => name.trim()).filter(Boolean));

@@ -6,6 +6,15 @@ import { toLogEntry } from '../rows.js';
 import type { RepositoryFactory } from './context.js';
 import { announceRecorded, notePruned, recordValues, withIds, RECORD_PRUNE_SQL, type RecordRow } from './record.js';
 
+/**
+ * The revision of `endpoint`'s log (an SQL expression for its id): the entries ever added to it,
+ * counted by each insert's own transaction (migration 0009). It grows with every commit that adds
+ * an entry, also one committed after a newer id. Pruning removes only entries older than the
+ * newest LOG_RETENTION, which `list` does not answer, so it need not count.
+ */
+export const LOG_REVISION_SQL = (endpoint: string) =>
+  `SELECT coalesce(sum(entries), 0)::text AS revision FROM delivery_log_revisions WHERE endpoint_id = ${endpoint}`;
+
 export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (db, ctx) => {
   const deliveryLog: DeliveryLogRepository = {
     async append(entries) {
@@ -42,14 +51,7 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
       return (JSON.parse(rows[0].log) as Row[]).map(toLogEntry);
     },
     async revision(endpointId) {
-      // The entries ever added to the endpoint's log, counted by the insert's own transaction
-      // (migration 0009): it grows with every commit that adds an entry, also one committed after
-      // a newer id. Pruning removes only entries older than the newest LOG_RETENTION, which
-      // `list` does not answer, so it need not count.
-      const { rows } = await db.query<{ revision: string }>(
-        'SELECT coalesce(sum(entries), 0)::text AS revision FROM delivery_log_revisions WHERE endpoint_id = $1',
-        [endpointId],
-      );
+      const { rows } = await db.query<{ revision: string }>(LOG_REVISION_SQL('$1'), [endpointId]);
       return rows[0].revision;
     },
     async health(endpointIds) {

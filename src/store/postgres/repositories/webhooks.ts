@@ -4,6 +4,7 @@ import { OPERATIONAL_EVENTS } from '../../../shared/events.js';
 import type { WebhooksRepository } from '../../store.js';
 import { changing, OUTBOX_NOTICE, type RepositoryFactory } from './context.js';
 import { insertStatement, toWebhook, updateStatement } from '../rows.js';
+import { LOG_REVISION_SQL } from './delivery-log.js';
 
 /** The operational events as SQL literals (catalogue names: no quotes to escape). */
 const OPERATIONAL_LIST = OPERATIONAL_EVENTS.map((name) => `'${name}'`).join(', ');
@@ -32,6 +33,10 @@ export const webhooksRepository: RepositoryFactory<WebhooksRepository> = (db, _c
     async get(id) {
       const { rows } = await db.query('SELECT * FROM webhooks WHERE id = $1', [id]);
       return rows[0] && toWebhook(rows[0]);
+    },
+    async getWithLogRevision(id) {
+      const { rows } = await db.query(`SELECT w.*, (${LOG_REVISION_SQL('w.id')}) AS log_revision FROM webhooks w WHERE w.id = $1`, [id]);
+      return rows[0] && { endpoint: toWebhook(rows[0]), logRevision: String(rows[0].log_revision) };
     },
     async getMany(ids) {
       if (ids.length === 0) return [];
