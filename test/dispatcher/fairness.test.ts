@@ -25,9 +25,18 @@ async function startBlackHole(tls: ReceiverTls): Promise<BlackHole> {
   const server: TlsServer = createTlsServer({ cert: tls.cert, key: tls.key }, (socket) => {
     open++;
     peak = Math.max(peak, open);
+    // Closed as soon as the daemon's end of it arrives (its FIN or reset), not at 'close', which
+    // comes a loop turn later: on a busy machine the attempts that replace 64 timed-out ones could
+    // finish their handshakes in between and count twice.
+    let counted = true;
+    const closed = () => {
+      if (counted) open--;
+      counted = false;
+    };
     socket.on('data', () => undefined);
-    socket.on('error', () => undefined);
-    socket.once('close', () => open--);
+    socket.on('error', closed);
+    socket.once('end', closed);
+    socket.once('close', closed);
   });
   server.on('connection', (socket: Socket) => {
     raw.add(socket);
