@@ -42,6 +42,12 @@ export interface ClaimerOptions<B extends BatchRead> {
   launch: (held: Held<B>) => void;
   /** Gives claimed deliveries back to the outbox. */
   handBack: (deliveries: DeliveryRecord[]) => Promise<void>;
+  /**
+   * Hand-backs still out (those `launchReady` or a finished attempt gave back as held too long),
+   * or null: a claim waits for them, or it would step over their still-leased deliveries and take
+   * newer ones of the same endpoints first.
+   */
+  handingBack: () => Promise<void> | null;
   failed: (error: unknown, message: string) => void;
 }
 
@@ -171,6 +177,9 @@ export class Claimer<B extends BatchRead> {
       this.#o.launchReady();
       const shape = scheduler.nextClaim();
       if (!shape) return;
+      const handingBack = this.#o.handingBack();
+      if (handingBack) await handingBack;
+      if (this.#state !== 'running') return;
       const claimed = await store.outbox.claim({
         ...this.#claimOptions(shape.limit, shape.perEndpoint),
         skipEndpoints: shape.skipEndpoints,

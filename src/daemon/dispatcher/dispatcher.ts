@@ -71,6 +71,8 @@ export class Dispatcher {
   readonly owner: string;
   /** This daemon's attempts of the last minute (daemon status). */
   readonly recent = new RecentAttempts();
+  /** Hand-backs to the outbox not yet answered (see ClaimerOptions.handingBack). */
+  readonly #handingBack = new Set<Promise<void>>();
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #sender: Sender;
@@ -126,6 +128,7 @@ export class Dispatcher {
       launchReady: () => this.#launchReady(),
       launch: (held) => this.#launch(held),
       handBack: (deliveries) => this.#handBack(deliveries),
+      handingBack: () => (this.#handingBack.size > 0 ? Promise.all(this.#handingBack).then(() => undefined) : null),
       failed: (error, message) => this.#failed(error, {}, message),
     });
     this.#secretSweep = new SecretSweep(this.#store, (error) => this.#failed(error, {}, 'could not drop expired previous secrets'));
@@ -242,8 +245,14 @@ export class Dispatcher {
   }
 
   /** Gives claimed deliveries back to the outbox for any dispatcher to claim. */
-  async #handBack(deliveries: DeliveryRecord[]): Promise<void> {
-    if (deliveries.length === 0) return;
+  #handBack(deliveries: DeliveryRecord[]): Promise<void> {
+    if (deliveries.length === 0) return Promise.resolve();
+    const done: Promise<void> = this.#release(deliveries).finally(() => this.#handingBack.delete(done));
+    this.#handingBack.add(done);
+    return done;
+  }
+
+  async #release(deliveries: DeliveryRecord[]): Promise<void> {
     try {
       await this.#store.outbox.release(
         this.owner,
