@@ -43,6 +43,12 @@ function entry(endpointId: number, i: number, extra: Partial<DeliveryLogEntry> =
   };
 }
 
+/** A log's host that hands out ids from 1, saved at once, and ignores appends. */
+function idHost() {
+  let next = 1;
+  return { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+}
+
 describe('JSON delivery logs in memory', () => {
   it('serves the same log and health after a restart as before it', async () => {
     const paths = layout(await tempDir());
@@ -79,8 +85,7 @@ describe('JSON delivery logs in memory', () => {
 
   it('keeps the parsed logs within the byte budget, and serves every log whole', async () => {
     const dir = await tempDir();
-    let next = 1;
-    const host = { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+    const host = idHost();
     const budget = 64 * 1024;
     const log = await JsonDeliveryLog.open(dir, host, undefined, { cacheBytes: budget });
     try {
@@ -113,8 +118,7 @@ describe('JSON delivery logs in memory', () => {
 
   it('keeps each endpoint\'s lines in id order when a batch and the batches beside it cross rotations', async () => {
     const dir = await tempDir();
-    let next = 1;
-    const host = { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+    const host = idHost();
     const options = { retention: 10 };
     let log = await JsonDeliveryLog.open(dir, host, undefined, options);
     const appended: DeliveryLogEntry[] = [];
@@ -147,8 +151,7 @@ describe('JSON delivery logs in memory', () => {
 
   it('keeps the newest entries in two segments on disk, at most twice the retention, and reads them back after a restart', async () => {
     const dir = await tempDir();
-    let next = 1;
-    const host = { reserveIds: (count: number) => ({ first: (next += count) - count, saved: Promise.resolve() }), appended: () => undefined };
+    const host = idHost();
     const lineCount = async (name: string) => (await readFile(join(dir, name), 'utf8')).split('\n').filter(Boolean).length;
     let log = await JsonDeliveryLog.open(dir, host);
     const appended: DeliveryLogEntry[] = [];
