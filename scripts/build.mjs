@@ -89,13 +89,22 @@ utimesSync(stamp, started, started);
 
 /**
  * A module whose exports `names` are getters: the module `specifier` is required when one is
- * first read. A built-in's default export is the module itself.
+ * first read.
  */
-function lazyExports(names, specifier, { builtin = false } = {}) {
-  const load = `() => (loaded ??= require(${specifier}))`;
-  const value = (name) => (builtin && name === 'default' ? 'load()' : `load()[${JSON.stringify(name)}]`);
-  const getters = names.map((name) => `${JSON.stringify(name)}: { enumerable: true, get: () => ${value(name)} }`);
-  return `let loaded; const load = ${load}; Object.defineProperties(exports, { __esModule: { value: true }, ${getters.join(', ')} });`;
+function lazyExports(names, specifier) {
+  const getters = names.map((name) => `${JSON.stringify(name)}: { enumerable: true, get: () => load()[${JSON.stringify(name)}] }`);
+  return `let loaded; const load = () => (loaded ??= require(${specifier})); Object.defineProperties(exports, { __esModule: { value: true }, ${getters.join(', ')} });`;
+}
+
+/**
+ * An ES module of one function per function the built-in `specifier` exports, each requiring
+ * the built-in when first called. Scope-hoisted by esbuild like any bundled function: unlike
+ * getters (a CommonJS module that the importer copies into a namespace of getters of its own),
+ * it costs nothing at start. Importing anything else of the built-in fails the build.
+ */
+function lazyFunctions(namespace, specifier) {
+  const names = Object.keys(namespace).filter((name) => name !== 'default' && typeof namespace[name] === 'function');
+  return names.map((name) => `export function ${name}(...args) { return require(${specifier}).${name}(...args); }`).join('\n');
 }
 
 /** The path of `file`, as an import specifier relative to the bundle's directory. */
@@ -137,12 +146,16 @@ async function bundleCli() {
         // none of: it is required when first used, not on every start.
         if (args.path === 'node:child_process' && args.kind === 'require-call') return { path: args.path, namespace: 'panelctl-lazy-builtin' };
         // node:os is for the home directory, read only when no directory is given: it is loaded
-        // where one of its names is first read (Node does not load it on its own).
+        // when one of its functions is first called (Node does not load it on its own).
         if (args.path === 'node:os' && args.kind === 'import-statement') return { path: args.path, namespace: 'panelctl-lazy-builtin-names' };
         if (args.path.startsWith('node:')) return { path: args.path, external: true };
         // ink has a top-level await, so require() cannot load it: the code that needs it imports
         // it first (watch's loadView), and its static imports read that namespace.
         if (args.path === 'ink' && args.kind === 'import-statement') return { path: 'ink', namespace: 'panelctl-imported' };
+        // commander's index.js makes a default program (a whole Command) when it loads, and its
+        // ES module entry copies every export into a namespace: our sources get its classes
+        // straight from its lib/ files instead (a name not re-exported here fails the build).
+        if (args.path === 'commander' && args.importer.startsWith(src + sep)) return { path: 'commander', namespace: 'panelctl-commander' };
         if (!args.path.startsWith('.') && !args.path.startsWith('/')) return args.path === 'commander' ? undefined : { path: args.path, external: true };
         // Imports inside commander's own files are relative too: bundled with it.
         if (!args.importer.startsWith(src + sep)) return undefined;
@@ -160,9 +173,20 @@ async function bundleCli() {
         loader: 'js',
       }));
       b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy-builtin-names' }, async (args) => ({
-        contents: lazyExports(Object.keys(await import(args.path)), JSON.stringify(args.path), { builtin: true }),
+        contents: lazyFunctions(await import(args.path), JSON.stringify(args.path)),
         loader: 'js',
       }));
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-commander' }, () => {
+        const lib = join(dirname(createRequire(import.meta.url).resolve('commander')), 'lib');
+        const from = (file) => JSON.stringify(join(lib, file));
+        const contents = [
+          `export { Command } from ${from('command.js')};`,
+          `export { Option } from ${from('option.js')};`,
+          `export { Argument } from ${from('argument.js')};`,
+          `export { CommanderError, InvalidArgumentError } from ${from('error.js')};`,
+        ].join('\n');
+        return { contents, loader: 'js', resolveDir: lib };
+      });
       b.onLoad({ filter: /.*/, namespace: 'panelctl-imported' }, (args) => ({ contents: `module.exports = __panelctlImported(${JSON.stringify(args.path)});`, loader: 'js' }));
       b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy' }, async (args) => {
         // Its names, from the tsc output (built before the bundle): one getter each.
@@ -228,6 +252,12 @@ function wrapCli(text, imports) {
   }
   if (/\bimport\(/.test(body)) throw new Error('cli bundle: an import() is left that is not an external dynamic import');
   if (replaced < imports.length) throw new Error('cli bundle: fewer import() calls than esbuild reports');
+  // keepNames' helper defines `name` on every function and class it wraps, which allocates a
+  // descriptor and a map per function at start. Most already have that name (a declaration
+  // `function f` is named f): the property is then left as it is, which reads the same.
+  const helper = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:!0});';
+  if (body.split(helper).length !== 2) throw new Error("cli bundle: esbuild's __name helper is not where it was expected");
+  body = body.replace(helper, 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0});');
   return `(function (exports, require, module, __filename, __dirname, __panelctlImport, __panelctlImported) {${body}\n})`;
 }
 
