@@ -1,14 +1,15 @@
 // The command tree. Kept apart from main.ts so completions and the man page are generated
 // from the very same tree the CLI runs. Top-level commands are loaded on demand: a run of
-// `panelctl keys list` imports the keys commands only (start-up time is benchmarked), while
-// help, unknown commands and the generators load them all.
+// `panelctl keys list` imports the keys commands only and builds the list verb alone (start-up
+// time is benchmarked), while help, unknown commands and the generators load and build them all.
 import { Command, Option } from 'commander';
 import { VERSION } from '../shared/version.js';
 import type { Transport } from './api-client.js';
 import { Context, type Io } from './context.js';
 import { acceptGlobalOptions } from './global-options.js';
 
-type CommandFactory = (ctx: Context) => Command;
+/** A top-level command; a noun's builds only `verb` when it names one of its verbs (family.ts). */
+type CommandFactory = (ctx: Context, verb?: string | null) => Command;
 
 /** Top-level commands in the order help lists them, each with the loader of its module. */
 export const TOP_COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<CommandFactory> }> = [
@@ -58,6 +59,14 @@ function rootCommand(): Command {
  * are needed (no command, help, unknown). Skips global options and their values.
  */
 export function targetCommand(program: Command, args: readonly string[]): string | null {
+  return commandPath(program, args)?.name ?? null;
+}
+
+/**
+ * The top-level command `args` runs and the word right after it, its verb when it is a noun
+ * (null when an option or nothing follows, or for `help NAME`: then every verb is built).
+ */
+function commandPath(program: Command, args: readonly string[]): { name: string; verb: string | null } | null {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === '--') return null;
@@ -69,25 +78,28 @@ export function targetCommand(program: Command, args: readonly string[]): string
     }
     if (arg === 'help') {
       const next = args.slice(i + 1).find((a) => !a.startsWith('-'));
-      return next && TOP_COMMANDS.some((c) => c.name === next) ? next : null;
+      return next && TOP_COMMANDS.some((c) => c.name === next) ? { name: next, verb: null } : null;
     }
-    return TOP_COMMANDS.some((c) => c.name === arg) ? arg : null;
+    if (!TOP_COMMANDS.some((c) => c.name === arg)) return null;
+    const next = args[i + 1];
+    return { name: arg, verb: next !== undefined && !next.startsWith('-') ? next : null };
   }
   return null;
 }
 
 /**
- * Builds the program. With `args`, only the command they run is loaded (when there is one);
- * without, the whole tree (for help, completions and the man page).
+ * Builds the program. With `args`, only the command they run is loaded (when there is one),
+ * and of a noun only the verb they name (when it has one by that name); without, the whole
+ * tree (for help, completions and the man page).
  */
 export async function buildProgram(options: { args?: readonly string[]; io?: Io; transport?: Transport } = {}): Promise<{ program: Command; ctx: Context }> {
   const program = rootCommand();
   const ctx = new Context(program, options.io, options.transport);
-  const target = options.args ? targetCommand(program, options.args) : null;
-  const wanted = target ? TOP_COMMANDS.filter((c) => c.name === target) : TOP_COMMANDS;
+  const target = options.args ? commandPath(program, options.args) : null;
+  const wanted = target ? TOP_COMMANDS.filter((c) => c.name === target.name) : TOP_COMMANDS;
   const factories = await Promise.all(wanted.map((c) => c.load()));
   for (const factory of factories) {
-    const command = factory(ctx);
+    const command = factory(ctx, target?.verb);
     acceptGlobalOptions(program, command);
     program.addCommand(command);
   }

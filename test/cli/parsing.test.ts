@@ -35,6 +35,31 @@ describe('argv parsing', () => {
     ]);
   });
 
+  it('builds only the verb that runs, as the whole tree builds it; every verb for help and unknown verbs', async () => {
+    const all = await buildProgram({ io: fakeIo() });
+    const shape = (command: Command) => ({
+      name: command.name(),
+      options: command.options.map((o) => `${o.flags}${o.hidden ? ' (hidden)' : ''}`),
+      commands: command.commands.map((c) => c.name()),
+    });
+    let verbs = 0;
+    for (const noun of all.program.commands.filter((c) => c.commands.length > 0)) {
+      for (const verb of noun.commands) {
+        const one = await buildProgram({ args: ['--json', noun.name(), verb.name(), '--help'], io: fakeIo() });
+        const [built] = one.program.commands;
+        expect(built.commands.map((c) => c.name())).toEqual([verb.name()]);
+        expect(shape(built.commands[0])).toEqual(shape(verb));
+        verbs++;
+      }
+    }
+    expect(verbs).toBeGreaterThan(30);
+    const keysVerbs = ['create', 'list', 'delete'];
+    for (const args of [['keys'], ['keys', 'lst'], ['keys', '--help'], ['help', 'keys', 'list'], ['keys', '--json', 'list']]) {
+      const { program } = await buildProgram({ args, io: fakeIo() });
+      expect(program.commands[0].commands.map((c) => c.name()), args.join(' ')).toEqual(keysVerbs);
+    }
+  });
+
   it('takes global options before or after the command, the command’s own --url after it', async () => {
     const seen: Record<string, unknown> = {};
     const { program, ctx } = await buildProgram({ args: ['webhooks'], io: fakeIo() });

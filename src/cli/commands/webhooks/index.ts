@@ -1,6 +1,5 @@
 // `panelctl webhooks …`: endpoints, test deliveries and delivery logs.
-import { Command } from 'commander';
-import type { Context } from '../../context.js';
+import { family } from '../../family.js';
 import { webhooksCreateCommand } from './create.js';
 import { webhooksDeleteCommand } from './delete.js';
 import { webhooksDeliveriesCommand } from './deliveries.js';
@@ -15,21 +14,19 @@ import { webhooksTestCommand } from './test.js';
 import { webhooksDisableCommand, webhooksEnableCommand } from './toggle.js';
 import { webhooksUpdateCommand } from './update.js';
 
-export function webhooksCommand(ctx: Context): Command {
-  return new Command('webhooks')
-    .description('manage webhook endpoints, send test events, read and follow delivery logs')
-    .addCommand(webhooksCreateCommand(ctx))
-    .addCommand(webhooksListCommand(ctx))
-    .addCommand(webhooksShowCommand(ctx))
-    .addCommand(webhooksUpdateCommand(ctx))
-    .addCommand(webhooksEnableCommand(ctx))
-    .addCommand(webhooksDisableCommand(ctx))
-    .addCommand(webhooksDeleteCommand(ctx))
-    .addCommand(webhooksTestCommand(ctx))
-    .addCommand(webhooksDeliveriesCommand(ctx))
-    .addCommand(webhooksRedeliverCommand(ctx))
-    .addCommand(webhooksRecoverCommand(ctx))
-    .addCommand(webhooksRotateSecretCommand(ctx))
-    .addCommand(webhooksPauseCommand(ctx))
-    .addCommand(webhooksResumeCommand(ctx));
-}
+export const webhooksCommand = family('webhooks', 'manage webhook endpoints, send test events, read and follow delivery logs', {
+  create: webhooksCreateCommand,
+  list: webhooksListCommand,
+  show: webhooksShowCommand,
+  update: webhooksUpdateCommand,
+  enable: webhooksEnableCommand,
+  disable: webhooksDisableCommand,
+  delete: webhooksDeleteCommand,
+  test: webhooksTestCommand,
+  deliveries: webhooksDeliveriesCommand,
+  redeliver: webhooksRedeliverCommand,
+  recover: webhooksRecoverCommand,
+  'rotate-secret': webhooksRotateSecretCommand,
+  pause: webhooksPauseCommand,
+  resume: webhooksResumeCommand,
+});
