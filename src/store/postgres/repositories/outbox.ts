@@ -12,7 +12,7 @@ import { Batcher } from '../batcher.js';
 import type { Row } from '../db.js';
 import { toDelivery } from '../rows.js';
 import { OUTBOX_NOTICE, timedCommit, type RepositoryFactory } from './context.js';
-import { announceRecorded, loggedIds, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, SETTLE_SQL, type RecordRow } from './record.js';
+import { loggedIds, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, SETTLE_SQL, type RecordRow } from './record.js';
 import { MATCH_SQL } from './webhooks.js';
 
 /**
@@ -322,7 +322,6 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
     async settle(owner: string, outcomes: DeliveryOutcome[]) {
       if (outcomes.length === 0) return [];
       const { rows } = await work.query<RecordRow>(SETTLE_SQL, recordValues(owner, outcomes, [], []));
-      announceRecorded(work, rows[0], []);
       noteTurnover(ctx, rows[0], []);
       return rows[0].settled ?? [];
     },
@@ -334,7 +333,6 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
       const { rows } = await (ctx.commitObserver && !work.inTransaction ? timedCommit(ctx, statement) : statement);
       const logged = loggedIds(rows[0]);
       notePruned(ctx, rows[0]);
-      announceRecorded(work, rows[0], logged);
       noteTurnover(ctx, rows[0], logged);
       return withIds(entries, rows[0].ids);
     },
