@@ -23,7 +23,7 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
       const touched = [...new Set(entries.map((e) => e.endpoint_id))].map((endpointId) => ({ endpointId, low: 0 }));
       const { rows } = await db.query<RecordRow>(RECORD_PRUNE_SQL, recordValues('', [], entries, touched));
       notePruned(ctx, rows[0]);
-      return withIds(entries, rows[0].ids);
+      return withIds(entries, rows[0]);
     },
     async list(endpointId: number, query: DeliveryLogQuery = {}) {
       const limit = Math.max(0, Math.min(query.limit ?? LOG_RETENTION, LOG_RETENTION));
