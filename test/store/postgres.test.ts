@@ -425,6 +425,50 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect((await a.settings.update({ jwt_ttl_seconds: 600 })).login_max_attempts).toBe(7);
   });
 
+  it('announces a record\'s entries with its commit, 400 ids a notice at most, and a retry among its outcomes as outbox work', async () => {
+    const owner = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(owner.id));
+    const retried = delivery(hook.id, 0);
+    // The enqueue's own notice is heard before listening for the record's.
+    const queued = nextChange(b, (c) => c.kind === 'outbox');
+    await a.outbox.enqueue(event(), [retried]);
+    await queued;
+    expect(await a.outbox.claim({ owner: 'w', now: 1, leaseMs: 60_000, limit: 1, perEndpoint: 1 })).toHaveLength(1);
+    const heardByB = heard(b);
+    const entries = Array.from({ length: 450 }, () => logEntry(hook.id));
+    const recorded = await a.outbox.record('w', [{ id: retried.id, state: 'pending', attempts: 1, next_attempt_at: 2_000 }], entries);
+    const ids = recorded.map((e) => e.id);
+    const first = await heardByB.until((c) => c.kind === 'logged' && c.ids.includes(ids[0]));
+    const last = await heardByB.until((c) => c.kind === 'logged' && c.ids.includes(ids[449]));
+    // Two notices (a payload holds 8,000 bytes at most), every id once, in order.
+    expect(first).not.toBe(last);
+    expect([...(first as { ids: number[] }).ids, ...(last as { ids: number[] }).ids]).toEqual(ids);
+    expect(await heardByB.until((c) => c.kind === 'outbox')).toEqual({ kind: 'outbox' });
+    // The retry leaves with its endpoint: the claim tests count what the outbox holds.
+    await a.webhooks.remove(hook.id);
+  });
+
+  it('records an entry\'s text as given: payload key order, quotes, commas, backslashes, surrogate pairs; a lone surrogate as U+FFFD', async () => {
+    const owner = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(owner.id));
+    const odd = 'quote " comma , brace } backslash \\ tab \t é 😀 \\u0000';
+    const entry = logEntry(hook.id, {
+      payload: { z: odd, a: [odd, { y: 1, b: null }], m: 1.5 },
+      response: odd,
+      request_headers: { 'x-odd': odd },
+      reason: odd,
+      daemon: 'host:1',
+      next_attempt_at: null,
+    });
+    const [recorded] = await a.outbox.record('w', [], [entry]);
+    const [listed] = await b.deliveryLog.list(hook.id);
+    expect(listed).toEqual(recorded);
+    expect(JSON.stringify(listed.payload)).toBe(JSON.stringify(entry.payload));
+    // A lone surrogate (which no decoded answer holds) goes in as the driver encodes text.
+    const [lone] = await a.outbox.record('w', [], [logEntry(hook.id, { response: `a\ud800b` })]);
+    expect((await b.deliveryLog.getMany([lone.id]))[0].response).toBe('a\ufffdb');
+  });
+
   it('reconnects its LISTEN connection when the server drops it, and asks listeners to look again', async () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();

@@ -212,12 +212,14 @@ export function toLogEntry(r: Row): DeliveryLogEntry {
 
 /** The fields of an entry the schema has no column for, or null. */
 export function logExtra(entry: object): Record<string, unknown> | null {
-  const rest: Record<string, unknown> = {};
-  let any = false;
-  for (const [key, value] of Object.entries(entry)) {
-    if (key === 'id' || (LOG_FIELDS as readonly string[]).includes(key) || value === undefined) continue;
-    rest[key] = value;
-    any = true;
+  let rest: Record<string, unknown> | null = null;
+  for (const key of Object.keys(entry)) {
+    const value = (entry as Record<string, unknown>)[key];
+    if (value === undefined || key === 'id' || COLUMN_FIELDS.has(key)) continue;
+    (rest ??= {})[key] = value;
   }
-  return any ? rest : null;
+  return rest;
 }
+
+/** LOG_FIELDS as a set: logExtra runs for every entry a dispatcher records. */
+const COLUMN_FIELDS: ReadonlySet<string> = new Set(LOG_FIELDS);

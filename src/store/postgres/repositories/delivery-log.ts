@@ -4,7 +4,7 @@ import { LOG_RETENTION, type DeliveryLogQuery, type DeliveryLogRepository, type 
 import type { Row } from '../db.js';
 import { toLogEntry } from '../rows.js';
 import type { RepositoryFactory } from './context.js';
-import { announceRecorded, notePruned, recordValues, withIds, RECORD_PRUNE_SQL, type RecordRow } from './record.js';
+import { notePruned, recordValues, withIds, RECORD_PRUNE_SQL, type RecordRow } from './record.js';
 
 /**
  * The revision of `endpoint`'s log (an SQL expression for its id): the entries ever added to it,
@@ -23,8 +23,7 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
       const touched = [...new Set(entries.map((e) => e.endpoint_id))].map((endpointId) => ({ endpointId, low: 0 }));
       const { rows } = await db.query<RecordRow>(RECORD_PRUNE_SQL, recordValues('', [], entries, touched));
       notePruned(ctx, rows[0]);
-      announceRecorded(db, rows[0]);
-      return withIds(entries, rows[0].ids);
+      return withIds(entries, rows[0]);
     },
     async list(endpointId: number, query: DeliveryLogQuery = {}) {
       const limit = Math.max(0, Math.min(query.limit ?? LOG_RETENTION, LOG_RETENTION));

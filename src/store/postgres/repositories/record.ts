@@ -2,9 +2,9 @@
 // logs pruned in one round trip and one commit (outbox.record, outbox.settle, deliveryLog.append).
 import { LOG_RETENTION, type DeliveryOutcome } from '../../store.js';
 import type { DeliveryLogEntry } from '../../types.js';
-import type { Db, Row } from '../db.js';
+import type { Row } from '../db.js';
 import { logExtra } from '../rows.js';
-import { OUTBOX_NOTICE, type StoreContext } from './context.js';
+import { CHANNEL, OUTBOX_NOTICE, type StoreContext } from './context.js';
 
 /**
  * A dispatcher's batch prunes an endpoint's log once this many of its entries were recorded
@@ -19,33 +19,52 @@ const PRUNE_MOST = 10 * LOG_RETENTION;
  * start where the last ended.
  */
 const FULL_PRUNE_EVERY = 10;
+/**
+ * The most entry ids one `logged` notice names: a notice's payload is at most 8,000 bytes, and
+ * an id has at most 16 digits (below 2^53).
+ */
+const LOGGED_PER_NOTICE = 400;
+
+/**
+ * The notices of a record, sent by its own transaction at its commit: the kept entries by id, in
+ * notices of up to LOGGED_PER_NOTICE ids (daemons with someone watching read them), and, when an
+ * outcome was a retry, the outbox's (dispatchers look for work). A NOTIFY makes its transaction's
+ * commit wait for every other notifying commit's on the server (see Notifier): a dispatcher
+ * records one batch at a time, so its records do not wait for one another, while a notice sent
+ * on its own would cost a statement per batch.
+ */
+const NOTICES_SQL = /* sql */ `SELECT count(pg_notify('${CHANNEL}', n.notice)) FROM (
+    SELECT json_build_object('kind', 'logged', 'ids', array_agg(k.id ORDER BY k.id))::text AS notice
+    FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / ${LOGGED_PER_NOTICE} AS part FROM ins) k GROUP BY k.part
+    UNION ALL SELECT '${OUTBOX_NOTICE}' WHERE EXISTS (SELECT 1 FROM retried)
+  ) n`;
 
 /**
  * Appends log entries, settles outcomes and prunes logs in one statement (one round trip, one
  * commit). Each entry gets its id from the sequence in the order given, also when its endpoint
  * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does). Final
- * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. Once
- * committed, one notice names the kept entries (daemons with someone watching read them) and
- * another wakes dispatchers for retries. A prune deletes by row address, which the server visits
+ * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. The
+ * statement's own transaction sends its notices (NOTICES_SQL), so they go out with its commit
+ * and cost no statement of their own. A prune deletes by row address, which the server visits
  * in address order: two daemons pruning one endpoint at once wait for each other row by row in
  * the same order, never in a cycle, and the second skips what the first deleted.
  */
 export const RECORD_SQL = recordSql({ prune: false, settled: false });
-/** As RECORD_SQL, and prunes the logs of the endpoints in $18, each from the id in $19 up (see PrunedLog). */
+/** As RECORD_SQL, and prunes the logs of the endpoints in $7, each from the id in $8 up (see PrunedLog). */
 export const RECORD_PRUNE_SQL = recordSql({ prune: true, settled: false });
 /** As RECORD_SQL (with no entries: `settle`), answering the ids of the deliveries settled as well. */
 export const SETTLE_SQL = recordSql({ prune: false, settled: true });
 
 /**
  * The row addresses of the deliveries among the outcomes `o` that match `condition` and are
- * leased to $13, each looked up by primary key (the LIMIT keeps the lookup from being turned
+ * leased to $2, each looked up by primary key (the LIMIT keeps the lookup from being turned
  * into a join). Joined to the table, the outcomes were planned, with statistics behind the
  * churn, as a scan of the whole table on every batch, dead rows included: hundreds of pages
  * for a few dozen live rows between two vacuums. The statement checks the lease again on the
  * row it changes, so a row changed meanwhile by another claimer is left alone.
  */
 function mineSql(condition: string): string {
-  return `SELECT x.ctid FROM o CROSS JOIN LATERAL (SELECT y.ctid FROM deliveries y WHERE y.id = o.id AND y.lease_owner = $13 LIMIT 1) x WHERE ${condition}`;
+  return `SELECT x.ctid FROM o CROSS JOIN LATERAL (SELECT y.ctid FROM deliveries y WHERE y.id = o.id AND y.lease_owner = $2 LIMIT 1) x WHERE ${condition}`;
 }
 
 /**
@@ -62,29 +81,30 @@ function recordSql({ prune, settled }: { prune: boolean; settled: boolean }): st
 WITH u AS MATERIALIZED (
   SELECT nextval('delivery_log_id_seq'::regclass) AS id, v.*
   FROM (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::boolean[], $9::float8[], $10::text[], $11::text[], $12::text[])
+    SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (delivery_id text, endpoint_id bigint, event text, payload json, attempt int, status_code int,
+      response text, success boolean, duration_ms float8, created_at text, request_headers jsonb, extra jsonb))
       WITH ORDINALITY AS x (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
     ORDER BY x.n
   ) v
 ), ins AS (
   INSERT INTO delivery_log (id, delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra)
-  SELECT u.id, u.delivery_id, u.endpoint_id, u.event, u.payload::json, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
-         u.created_at, u.request_headers::jsonb, u.extra::jsonb
+  SELECT u.id, u.delivery_id, u.endpoint_id, u.event, u.payload, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
+         u.created_at, u.request_headers, u.extra
   FROM u WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
   RETURNING id
 ), o AS MATERIALIZED (
-  SELECT * FROM unnest($14::text[], $15::text[], $16::int[], $17::bigint[]) AS o (id, state, attempts, next_attempt_at)
+  SELECT * FROM unnest($3::text[], $4::text[], $5::int[], $6::bigint[]) AS o (id, state, attempts, next_attempt_at)
 ), retried AS (
   UPDATE deliveries d SET attempts = o.attempts, next_attempt_at = o.next_attempt_at, lease_owner = NULL, lease_until = NULL
-  FROM o WHERE d.ctid = ANY (ARRAY(${mineSql("o.state = 'pending'")})) AND d.id = o.id AND d.lease_owner = $13 AND o.state = 'pending'
+  FROM o WHERE d.ctid = ANY (ARRAY(${mineSql("o.state = 'pending'")})) AND d.id = o.id AND d.lease_owner = $2 AND o.state = 'pending'
   RETURNING d.id
 ), done AS (
-  DELETE FROM deliveries d WHERE d.ctid = ANY (ARRAY(${mineSql("o.state <> 'pending'")})) AND d.lease_owner = $13
+  DELETE FROM deliveries d WHERE d.ctid = ANY (ARRAY(${mineSql("o.state <> 'pending'")})) AND d.lease_owner = $2
   RETURNING d.id
 )${
     prune
       ? /* sql */ `, bounds AS MATERIALIZED (
-  SELECT e.endpoint_id, e.low, kept.id AS high FROM unnest($18::bigint[], $19::bigint[]) AS e (endpoint_id, low)
+  SELECT e.endpoint_id, e.low, kept.id AS high FROM unnest($7::bigint[], $8::bigint[]) AS e (endpoint_id, low)
   CROSS JOIN LATERAL (
     SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e.endpoint_id ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1
   ) kept
@@ -99,13 +119,12 @@ WITH u AS MATERIALIZED (
 )`
       : ''
   }
-SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,${
+SELECT (SELECT string_agg(u.id::text, ',' ORDER BY u.n) FROM u) AS ids, (${NOTICES_SQL}) AS notices,${
     settled ? /* sql */ `
        (SELECT array_agg(id) FROM (SELECT id FROM retried UNION ALL SELECT id FROM done) s) AS settled,` : /* sql */ `
        (SELECT count(*) FROM done) + (SELECT count(*) FROM retried) AS settled_count,`
   }
-       (SELECT array_agg(u.id) FROM u WHERE u.id NOT IN (SELECT id FROM ins)) AS unlogged,
-       EXISTS (SELECT 1 FROM retried) AS retried${
+       (SELECT array_agg(u.id) FROM u WHERE u.id NOT IN (SELECT id FROM ins)) AS unlogged${
     prune ? /* sql */ `,
        (SELECT array_agg(b.endpoint_id) FROM bounds b) AS pruned_endpoints,
        (SELECT array_agg(b.high) FROM bounds b) AS pruned_below` : ''
@@ -113,15 +132,14 @@ SELECT (SELECT array_agg(u.id ORDER BY u.n) FROM u) AS ids,${
 }
 
 export interface RecordRow extends Row {
-  /** Every entry's id, in the order given. */
-  ids: number[] | null;
+  /** Every entry's id, in the order given, comma-separated (see entryIds). */
+  ids: string | null;
   /** SETTLE_SQL: the ids of the deliveries settled. */
   settled?: string[] | null;
   /** The other statements: how many deliveries were settled. */
   settled_count?: number;
   /** The ids of the entries not kept (their endpoints are gone). */
   unlogged: number[] | null;
-  retried: boolean;
   /** With a prune: the endpoints pruned and, for each, the id below which it was. */
   pruned_endpoints?: number[] | null;
   pruned_below?: number[] | null;
@@ -138,7 +156,7 @@ export function notePruned(ctx: StoreContext, row: RecordRow): void {
 
 /** The ids of the entries kept (their endpoints exist), in id order. */
 export function loggedIds(row: RecordRow): number[] {
-  const ids = (row.ids ?? []).map(Number);
+  const ids = entryIds(row);
   const unlogged = new Set((row.unlogged ?? []).map(Number));
   return (unlogged.size > 0 ? ids.filter((id) => !unlogged.has(id)) : ids).sort((a, b) => a - b);
 }
@@ -146,12 +164,6 @@ export function loggedIds(row: RecordRow): number[] {
 /** Deliveries settled and log entries kept (each to be pruned in turn) count toward a vacuum. */
 export function noteTurnover(ctx: StoreContext, row: RecordRow, logged: readonly number[] = loggedIds(row)): void {
   ctx.vacuum.turnedOver((row.settled?.length ?? Number(row.settled_count ?? 0)) + logged.length);
-}
-
-/** New entries are named to every daemon; a retry wakes dispatchers. */
-export function announceRecorded(d: Db, row: RecordRow, logged: readonly number[] = loggedIds(row)): void {
-  if (logged.length > 0) d.announce(JSON.stringify({ kind: 'logged', ids: logged }));
-  if (row.retried) d.announce(OUTBOX_NOTICE);
 }
 
 /**
@@ -177,23 +189,14 @@ export interface Prune {
   low: number;
 }
 
+/**
+ * The values of a record statement: the entries as one JSON array ($1; a column each, and the
+ * payload as its exact JSON text, so it keeps its key order), the owner ($2), the outcomes as
+ * arrays ($3..$6) and the prunes ($7, $8).
+ */
 export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: Prune[]): unknown[] {
   return [
-    entries.map((e) => e.delivery_id),
-    entries.map((e) => e.endpoint_id),
-    entries.map((e) => e.event),
-    entries.map((e) => (e.payload === undefined ? null : JSON.stringify(e.payload))),
-    entries.map((e) => e.attempt),
-    entries.map((e) => e.status_code),
-    entries.map((e) => e.response),
-    entries.map((e) => e.success),
-    entries.map((e) => e.duration_ms),
-    entries.map((e) => e.created_at),
-    entries.map((e) => JSON.stringify(e.request_headers ?? {})),
-    entries.map((e) => {
-      const extra = logExtra(e);
-      return extra ? JSON.stringify(extra) : null;
-    }),
+    entriesJson(entries),
     owner,
     outcomes.map((o) => o.id),
     outcomes.map((o) => o.state),
@@ -203,7 +206,47 @@ export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries
   ];
 }
 
+/** A lone surrogate as JSON.stringify writes it, an escape (pairs are written as they are). */
+const SURROGATE_ESCAPE = /\\ud[89a-f]/i;
+
+/** String.prototype.toWellFormed (Node 20), which the compiled-for library does not declare. */
+type WellFormable = string & { toWellFormed(): string };
+
+/**
+ * The entries as the JSON array of RECORD_SQL's `json_to_recordset`: one string for the batch,
+ * where arrays of every column cost the driver an escaping pass over each value. A string with a
+ * lone surrogate (which the server's JSON parser refuses) is sent with U+FFFD in its place, as
+ * the driver's UTF-8 encoding of a text value would.
+ */
+function entriesJson(entries: Omit<DeliveryLogEntry, 'id'>[]): string {
+  const rows = entries.map((e) => ({
+    delivery_id: e.delivery_id,
+    endpoint_id: e.endpoint_id,
+    event: e.event,
+    payload: e.payload,
+    attempt: e.attempt,
+    status_code: e.status_code,
+    response: e.response,
+    success: e.success,
+    duration_ms: e.duration_ms,
+    created_at: e.created_at,
+    request_headers: e.request_headers ?? {},
+    extra: logExtra(e),
+  }));
+  const json = JSON.stringify(rows);
+  return SURROGATE_ESCAPE.test(json) ? JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? (value as WellFormable).toWellFormed() : value)) : json;
+}
+
 /** The entries as stored: the given fields with the ids the statement assigned, in order. */
-export function withIds(entries: Omit<DeliveryLogEntry, 'id'>[], ids: number[] | null): DeliveryLogEntry[] {
-  return entries.map((entry, i) => ({ ...entry, id: Number(ids![i]) }));
+export function withIds(entries: Omit<DeliveryLogEntry, 'id'>[], row: RecordRow): DeliveryLogEntry[] {
+  const ids = entryIds(row);
+  return entries.map((entry, i) => ({ ...entry, id: ids[i] }));
+}
+
+/**
+ * Every entry's id, in the order given. The statement answers them as text: the driver parses an
+ * array answer character by character, several times slower than a split.
+ */
+function entryIds(row: RecordRow): number[] {
+  return row.ids ? row.ids.split(',').map(Number) : [];
 }
