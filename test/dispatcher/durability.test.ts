@@ -5,7 +5,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForExit } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, entries, publish, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, entries, publish, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
 
 describe.concurrent('deliveries across daemon restarts', () => {
   let tls: ReceiverTls;
@@ -33,6 +33,7 @@ describe.concurrent('deliveries across daemon restarts', () => {
     await publish(world, 'site.created', SITE, ownerId);
     const [first] = await hook.waitFor(1);
     await waitForEntries(world, token, id, 1);
+    await waitForRetryWritten(world, first.headers['x-webhook-delivery'] as string, 1);
     await world.daemon.kill();
     expect(hook.requests).toHaveLength(1); // the retry was still pending (due 2 s after the failure)
 

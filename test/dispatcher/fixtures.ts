@@ -2,12 +2,12 @@
 // the same app in-process (buildTestApp: its dispatcher posts to the same receivers with the
 // same sender) where the process is not the point; customers, endpoints, published events, and
 // waiting for delivery logs.
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, vi } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { startLoggedIn, type LoggedIn, type TestDaemon } from '../helpers/daemon.js';
+import { startLoggedIn, TEST_STORE, type LoggedIn, type TestDaemon } from '../helpers/daemon.js';
 import type { ReceiverTls } from '../helpers/receiver.js';
 
 export type World = LoggedIn;
@@ -121,6 +121,39 @@ export async function waitForEntries(world: AnyWorld, token: string, endpointId:
     },
     { timeout: timeoutMs, interval: 100 },
   );
+}
+
+/**
+ * Waits until the retry of `deliveryId` with at least `attempts` made is written where a daemon
+ * restarted after a SIGKILL reads it. On the JSON store that is the journal (a line of the data
+ * directory's journal-*.jsonl): `record` appends the log entry before it settles the outcome
+ * (OutboxRepository.record is not atomic), so an entry or the health's next attempt can be read
+ * while the retry is not written yet. On PostgreSQL one statement commits both, so the entry
+ * read is enough.
+ */
+export async function waitForRetryWritten(world: World, deliveryId: string, attempts: number): Promise<void> {
+  if (TEST_STORE === 'postgres') return;
+  const journalAttempts = async (dir: string): Promise<number> => {
+    let most = 0;
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) most = Math.max(most, await journalAttempts(path));
+      else if (/^journal-\d+\.jsonl$/.test(entry.name)) {
+        for (const line of (await readFile(path, 'utf8')).split('\n')) {
+          if (!line.includes(deliveryId)) continue;
+          let parsed: { o?: Array<{ t: string; k: unknown; v?: { attempts?: number } }> };
+          try {
+            parsed = JSON.parse(line);
+          } catch {
+            continue; // the line being written
+          }
+          for (const op of parsed.o ?? []) if (op.t === 'deliveries' && op.k === deliveryId) most = Math.max(most, op.v?.attempts ?? 0);
+        }
+      }
+    }
+    return most;
+  };
+  await vi.waitFor(async () => expect(await journalAttempts(world.daemon.dataDir)).toBeGreaterThanOrEqual(attempts), { timeout: 30_000, interval: 50 });
 }
 
 export const SITE = { site_id: 7, domain: 'example.org' };

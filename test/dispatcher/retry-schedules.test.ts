@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startDispatcherHarness, type DispatcherHarness } from '../helpers/dispatcher-harness.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, publish, SITE, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, publish, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
 
 const WAIT = { timeout: 20_000, interval: 10 };
 
@@ -131,6 +131,7 @@ describe('a retry schedule across a SIGKILL', () => {
       expect(read.body.data.health.next_attempt_at).toEqual(expect.any(String));
       return read.body.data.health.next_attempt_at as string;
     }, 10_000);
+    await waitForRetryWritten(world, first.headers['x-webhook-delivery'] as string, 1);
     await world.daemon.kill();
     const madeBeforeKill = hook.requests.length;
     expect(madeBeforeKill).toBeLessThan(4);
