@@ -5,10 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { appendFile, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { computeHealth, healthFromSummary } from '../../src/daemon/dispatcher/health.js';
 import { layout } from '../../src/shared/paths.js';
 import { JsonDeliveryLog } from '../../src/store/json/delivery-log.js';
+import { realFileOps, type FileOps } from '../../src/store/json/file-ops.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
 import type { DeliveryLogEntry, WebhookRecord } from '../../src/store/types.js';
 
@@ -81,6 +82,35 @@ describe('JSON delivery logs in memory', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('shows an entry, in the log and its health, only once its line is written to the file', async () => {
+    let hold = false;
+    let release: (() => void) | null = null;
+    const ops: FileOps = {
+      ...realFileOps,
+      write: async (handle, data, position) => {
+        if (hold) await new Promise<void>((resolve) => (release = resolve));
+        return realFileOps.write(handle, data, position);
+      },
+    };
+    const log = await JsonDeliveryLog.open(await tempDir(), idHost(), ops);
+    await log.append([entry(1, 1)]);
+    expect(await log.list(1)).toHaveLength(1); // read once: the log is in memory from here on
+    hold = true;
+    const appending = log.append([entry(1, 2)]);
+    await vi.waitFor(() => expect(release).not.toBeNull());
+    const answers: string[] = [];
+    const listed = log.list(1).then((list) => (answers.push('list'), list));
+    const health = log.health([1]).then((map) => (answers.push('health'), map));
+    // The write is held: however many turns pass, neither read answers before it is released.
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(answers).toEqual([]);
+    release!();
+    await appending;
+    expect((await listed).map((e) => e.id)).toEqual([2, 1]);
+    expect((await health).get(1)).toBeTruthy();
+    expect(answers.sort()).toEqual(['health', 'list']);
   });
 
   it('keeps the parsed logs within the byte budget, and serves every log whole', async () => {

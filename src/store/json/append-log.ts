@@ -7,6 +7,8 @@
 import type { FileHandle } from 'node:fs/promises';
 import { DiskWriteError, realFileOps, writeFully, type FileOps } from './file-ops.js';
 
+const noop = (): void => undefined;
+
 interface Batch {
   lines: string[];
   /** Whether any line of the batch must be fsynced before it is acknowledged. */
@@ -95,6 +97,16 @@ export class AppendLog {
       });
     }
     return promise;
+  }
+
+  /**
+   * Resolves once the appends requested before the call have finished (successfully or not),
+   * not waiting for later ones as `idle` does; null when none is pending. Batches are written in
+   * order, so the last one requested stands for all.
+   */
+  settled(): Promise<void> | null {
+    const last = this.#next?.promise ?? this.#inFlight;
+    return last ? last.then(noop, noop) : null;
   }
 
   /** Resolves when every append requested so far has finished (successfully or not). */

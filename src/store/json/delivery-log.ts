@@ -215,7 +215,23 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     return written;
   }
 
+  /**
+   * Resolves once the entries appended to these endpoints' logs before the call are in their
+   * files: an entry is in memory from the moment its line is queued, and a read must not show
+   * one that a crash before the write would lose (the delivery would then be attempted and
+   * logged again). Null when no write of theirs is pending.
+   */
+  #written(endpointIds: readonly number[]): Promise<unknown> | null {
+    let waits: Promise<void>[] | null = null;
+    for (const id of endpointIds) {
+      const wait = this.#logs.get(id)?.settled();
+      if (wait) (waits ??= []).push(wait);
+    }
+    return waits && Promise.all(waits);
+  }
+
   async list(endpointId: number, query: DeliveryLogQuery = {}): Promise<DeliveryLogEntry[]> {
+    await this.#written([endpointId]);
     const window = (await this.#window(endpointId)).entries;
     let entries: DeliveryLogEntry[] = new Array(window.length);
     for (let i = 0; i < window.length; i++) entries[i] = window[window.length - 1 - i];
@@ -226,6 +242,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   }
 
   async get(endpointId: number, entryId: number): Promise<DeliveryLogEntry | undefined> {
+    await this.#written([endpointId]);
     return (await this.#window(endpointId)).entries.find((entry) => entry.id === entryId);
   }
 
@@ -235,6 +252,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
   }
 
   async health(endpointIds: readonly number[]): Promise<Map<number, LogHealth | null>> {
+    await this.#written(endpointIds);
     const missing = endpointIds.filter((id) => !this.#health.has(id));
     const read = new Map<number, CachedLog>();
     let next = 0;
