@@ -33,7 +33,10 @@ export async function markedProcesses(mark: string): Promise<Leftover[]> {
   return found;
 }
 
-export default function setup(): () => Promise<void> {
+export default function setup(): (() => Promise<void>) | void {
+  // Once per run: vitest calls the global setup for each project and the root, and a later call
+  // would give the workers a new mark that this one's check would not look for.
+  if (process.env[RUN_MARK]) return;
   const run = `${process.pid}-${randomUUID()}`;
   process.env[RUN_MARK] = run;
   const mark = `${RUN_MARK}=${run}`;
