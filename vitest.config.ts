@@ -39,10 +39,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Most tests wait on daemons, receivers and timers rather than the CPU: five files at a time
-    // keep a 2-core machine busy; the timing tests wait for the thing itself, so a busy machine
-    // only makes them slower (`npm run test:busy` checks that).
-    maxWorkers: 5,
+    // Most tests wait on daemons, receivers and timers rather than the CPU: six files at a time
+    // keep a 2-core machine busy, four in forks (the JSON store) and two in threads (PostgreSQL,
+    // see the projects); the timing tests wait for the thing itself, so a busy machine only makes
+    // them slower (`npm run test:busy` checks that). `--maxWorkers` sets the forks.
+    maxWorkers: 4,
+    poolOptions: { threads: { maxThreads: 2, minThreads: 2 } },
     // One worker process runs many files, one after another (`isolate: false`): each file's
     // imports (fastify, the store, ink) are loaded once per worker instead of once per file,
     // which was a third of the suite's CPU. The files share no state that matters: every helper
@@ -50,7 +52,7 @@ export default defineConfig({
     // workers from the start as at most: with fewer, vitest's pool ends a spare worker at the end
     // of the run in a way that reports "Terminating worker thread" (vitest#8564).
     isolate: false,
-    minWorkers: 5,
+    minWorkers: 4,
     reporters: ['default'],
     sequence: { sequencer: LongWaitsFirst },
     // The JSON store refuses a write through its own methods inside a transaction (which would
@@ -63,9 +65,13 @@ export default defineConfig({
     // come after the cluster, and are made once for the run (test/helpers/templates.ts).
     setupFiles: ['test/helpers/setup.ts'],
     globalSetup: ['test/helpers/global-teardown.ts', 'test/helpers/postgres-global-setup.ts', 'test/helpers/templates-global-setup.ts'],
-    // Two projects, one run: everything on the embedded JSON store, then the identity and
+    // Two projects, one run: everything on the embedded JSON store, and the identity and
     // dispatcher tests with their daemons and apps on PostgreSQL (PANELCTL_TEST_STORE, see
-    // test/helpers/daemon.ts and test/helpers/app.ts).
+    // test/helpers/daemon.ts and test/helpers/app.ts). The PostgreSQL project runs in worker
+    // threads: vitest runs the projects of one pool one after the other (its workers recycled
+    // in between, every import made again), and those of different pools side by side, so the
+    // PostgreSQL files share the machine with the JSON ones from the start instead of queueing
+    // behind the last of them.
     projects: [
       { extends: true, test: { name: 'json', include: ['test/**/*.test.ts', 'test/**/*.test.tsx'] } },
       {
@@ -73,6 +79,7 @@ export default defineConfig({
         test: {
           name: 'postgres',
           include: ON_POSTGRES,
+          pool: 'threads',
           // The two-daemon tests are PostgreSQL's own; they run once, in the json project.
           exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**', 'test/dispatcher/two-daemons.test.ts', 'test/dispatcher/two-daemons-rate.test.ts'],
           // Leases a little over an attempt's 10 s: a daemon restarted in a test makes what the

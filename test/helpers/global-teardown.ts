@@ -20,11 +20,13 @@ export async function markedProcesses(mark: string): Promise<Leftover[]> {
     try {
       const environ = Buffer.concat([Buffer.from([0]), await readFile(`/proc/${pid}/environ`)]);
       if (!environ.includes(needle)) continue;
-      // vitest's workers are this process's own children (named "node (vitest N)").
+      // vitest's fork workers are this process's own children, named "node (vitest N)" (or, just
+      // spawned, still running vitest's worker script). Not every child is one: the processes a
+      // test in a worker thread starts are this process's children too.
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid) continue;
       const command = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
+      if (ppid === process.pid && (command.startsWith('node (vitest') || command.includes('/vitest/dist/'))) continue;
       found.push({ pid, command });
     } catch {
       // gone meanwhile, or not ours to read
@@ -33,7 +35,10 @@ export async function markedProcesses(mark: string): Promise<Leftover[]> {
   return found;
 }
 
-export default function setup(): () => Promise<void> {
+export default function setup(): (() => Promise<void>) | void {
+  // Once per run: vitest calls the global setup for each project and the root, and a later call
+  // would give the workers a new mark that this one's check would not look for.
+  if (process.env[RUN_MARK]) return;
   const run = `${process.pid}-${randomUUID()}`;
   process.env[RUN_MARK] = run;
   const mark = `${RUN_MARK}=${run}`;

@@ -14,7 +14,10 @@ import { runCli } from './cli.js';
 import { createDatabase, PG_ADMIN_URL_ENV } from './postgres.js';
 import { ADMIN_PASSWORD, TEMPLATES_ENV, type Templates } from './templates.js';
 
-export default async function setup(): Promise<() => Promise<void>> {
+export default async function setup(): Promise<(() => Promise<void>) | void> {
+  // vitest runs the global setup once per project and once more for the root: the first call
+  // makes the templates for the whole run, the others would only repeat its work.
+  if (process.env[TEMPLATES_ENV]) return;
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-templates-'));
   const dataDir = join(dir, 'data');
   const init = await runCli(['init', '--data-dir', dataDir, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });

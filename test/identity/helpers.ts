@@ -46,16 +46,6 @@ export function totpAt(secret: string, step: number): string {
   return hotp(base32Decode(secret), step);
 }
 
-/** Waits out the last seconds of a time step, so a short sequence of codes sees no step change. */
-export async function awayFromStepEdge(marginSeconds = 5): Promise<void> {
-  const into = (Date.now() / 1000) % STEP_SECONDS;
-  if (into > STEP_SECONDS - marginSeconds) await sleep((STEP_SECONDS - into) * 1000 + 200);
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 export async function putSettings(daemon: Pick<TestDaemon, 'request'>, token: string, patch: Record<string, unknown>): Promise<void> {
   const result = await daemon.request('PUT', '/admin/settings', { token, body: patch });
   expect(result.status, result.text).toBe(200);
