@@ -1,13 +1,20 @@
 // The change feed of a PostgreSQL store: one dedicated connection LISTENs on panelctl_changes,
-// where every daemon's writes NOTIFY at commit, this one's included. The connection is made
+// where every daemon's writes NOTIFY after commit, this one's included. The connection is made
 // again when it drops (with backoff); on each reconnect listeners hear "look again" for
 // everything (every collection, the outbox) and the log entries made meanwhile, since
 // notifications sent while it was down are lost. New log entries are announced by id: a daemon
 // fetches them only when someone there watches deliveries.
-// A notice arrives a moment after its commit, so caches do not rely on notices alone: before
-// serving, they ask `caughtUp()`, which asks the database (one statement on this connection,
-// shared by every request that came while the last one was out) which cached collections changed
-// since its last snapshot, and publishes those first.
+// A notice arrives a moment after its commit, so caches do not rely on notices alone. A feed that
+// serves caches (the first `caughtUp()` makes it a member) holds the write fence: it keeps a lease
+// in `feed_members` and, while the lease holds locally, answers `caughtUp()` at once; every store
+// writing a cached collection waits, after commit, until each live member has acknowledged the
+// write's notice or its lease has run out (docs/decisions/postgres.md, "The write fence").
+// Without a valid lease `caughtUp()` asks the database (one statement on this connection, shared
+// by every request that came while the last one was out) which cached collections changed since
+// its last snapshot, and publishes those first.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { Change, ChangeFeed } from '../store.js';
 import { pgTypes } from './db.js';
@@ -16,7 +23,50 @@ import { CHANNEL } from './repositories/context.js';
 type Notice =
   | { kind: 'record'; collection: Extract<Change, { kind: 'record' }>['collection']; id: number | null }
   | { kind: 'outbox' }
-  | { kind: 'logged'; ids: number[] };
+  | { kind: 'logged'; ids: number[] }
+  /** A write of cached collections (see Notifier.fence): `t` its token, `c` what changed. */
+  | { kind: 'fence'; t: string; c: Array<[Extract<Change, { kind: 'record' }>['collection'], number | null]> }
+  /** A member joined or renewed its lease (`m`), or left. */
+  | { kind: 'lease' | 'leave'; m: string }
+  /** Member `m` has published the changes of the fence notices `t` to its listeners. */
+  | { kind: 'ack'; m: string; t: string[] };
+
+/**
+ * How long a member's lease lasts (renewed every quarter of it). A member that stops answering
+ * (paused, cut off, crashed) holds a write this long at most.
+ */
+export const FENCE_LEASE_MS = 3_000;
+/**
+ * A member stops serving this long before its lease as written, and a writer waits this long past
+ * the lease as it heard it: timers fire late under load, and the member's clock and the writer's
+ * run apart a little.
+ */
+export const FENCE_MARGIN_MS = 500;
+const RENEW_EVERY_MS = FENCE_LEASE_MS / 4;
+/** A fence notice's payload stays below NOTIFY's 8,000 bytes: past this, its ids become null. */
+const FENCE_PAYLOAD_MOST = 7_000;
+
+/** A write waiting for the fence (see PgChangeFeed.beginFence). */
+export interface FenceWait {
+  /** The notice carrying the token committed at `begun`'s call: wait for the members. */
+  sent(): void;
+  /** The notice could not be sent: wait out every lease (see FENCE_LEASE_MS). */
+  failed(): void;
+  /** Resolves once no member can still serve a cache missing the write. Never rejects. */
+  readonly done: Promise<void>;
+}
+
+interface Wait {
+  /** Local time (performance.now) when the fence began: after the write committed. */
+  begun: number;
+  /** The members still to acknowledge; null until the notice came back. */
+  pending: Set<string> | null;
+  timer: NodeJS.Timeout | null;
+  settled: boolean;
+  resolve: () => void;
+}
+
+const now = (): number => performance.now();
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5_000;
@@ -52,6 +102,21 @@ const CHANGED_SINCE_SQL = `SELECT pg_current_snapshot()::text AS snapshot,
   ARRAY(SELECT DISTINCT collection FROM read_changes
         WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) AS changed`;
 const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS snapshot';
+const DB_NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+/**
+ * A member's lease taken or renewed, announced, and the caught-up question asked, in one
+ * statement: every renewal also publishes what changed since the last (a change whose notice
+ * was lost is published within a renewal, and a writer that cannot hear the members waits for
+ * that: see FenceWait.failed). $1 member, $2 lease ms, $3 channel, $4 notice, $5 base snapshot.
+ */
+const RENEW_SQL = `WITH m AS (
+    INSERT INTO feed_members (member, lease_until) VALUES ($1, ${DB_NOW_MS} + $2)
+    ON CONFLICT (member) DO UPDATE SET lease_until = excluded.lease_until RETURNING member),
+  n AS (SELECT pg_notify($3, $4) FROM m)
+  SELECT (SELECT count(*) FROM n) AS notified, pg_current_snapshot()::text AS snapshot,
+  CASE WHEN $5::text IS NULL THEN NULL ELSE ARRAY(SELECT DISTINCT collection FROM read_changes
+        WHERE xid >= pg_snapshot_xmin($5::text::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $5::text::pg_snapshot)) END AS changed`;
+const MEMBERS_SQL = `SELECT member FROM feed_members WHERE lease_until > ${DB_NOW_MS}`;
 
 export class PgChangeFeed implements ChangeFeed {
   readonly #listeners = new Set<(change: Change) => void>();
@@ -67,6 +132,24 @@ export class PgChangeFeed implements ChangeFeed {
   /** The question of caughtUp out now, and the one the calls made meanwhile wait for. */
   #asking: Promise<boolean> | null = null;
   #next: Promise<boolean> | null = null;
+  /** This feed's name as a fence member and as a writer (tokens are `id:seq`). */
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
+  #sequence = 0;
+  /** Whether this feed serves caches under the fence (set by the first caughtUp). */
+  #member = false;
+  /** Local time until which this member's lease holds (0: not held). */
+  #validUntil = 0;
+  #renewTimer: NodeJS.Timeout | null = null;
+  #renewing = false;
+  /** Other members by name: when their lease was last heard of (local time). Valid while `#membersKnown`. */
+  readonly #members = new Map<string, number>();
+  #membersKnown = false;
+  /** Writes of this store waiting for the fence, by token. */
+  readonly #waits = new Map<string, Wait>();
+  /** Tokens of other writers to acknowledge, sent together after the turn. */
+  #acks: string[] = [];
+  /** Statements on the LISTEN connection go one at a time (the driver's queue is deprecated). */
+  #serial: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly connectionString: string,
@@ -83,7 +166,9 @@ export class PgChangeFeed implements ChangeFeed {
     return () => this.#listeners.delete(listener);
   }
 
-  caughtUp(): Promise<boolean> {
+  caughtUp(): true | Promise<boolean> {
+    if (this.#fenced()) return true;
+    if (!this.#member && this.#connected && !this.#closed) this.#join();
     if (!this.#asking) return this.#startAsking();
     // The question out was asked before this call: a commit just before the call may be missing
     // from its snapshot, so the call waits for the next one (which takes every call made meanwhile).
@@ -109,19 +194,185 @@ export class PgChangeFeed implements ChangeFeed {
     const base = this.#base && at - this.#base.at < BASE_MOST_MS ? this.#base : null;
     let row: { snapshot: string; changed?: Array<Extract<Change, { kind: 'record' }>['collection']> };
     try {
-      const { rows } = base
-        ? await client.query({ name: 'panelctl_changed_since', text: CHANGED_SINCE_SQL, values: [base.snapshot] })
-        : await client.query(SNAPSHOT_SQL);
+      const { rows } = await this.#run(client, () =>
+        base ? client.query({ name: 'panelctl_changed_since', text: CHANGED_SINCE_SQL, values: [base.snapshot] }) : client.query(SNAPSHOT_SQL),
+      );
       row = rows[0];
     } catch {
       // The connection failed under the question: `lost` reconnects; until then nothing is vouched for.
       return false;
     }
+    this.#answered(base, row, at);
+    return true;
+  }
+
+  /** The base snapshot a question asked at `at` may use: null when too old (see BASE_MOST_MS). */
+  #baseFor(at: number): { snapshot: string; at: number } | null {
+    return this.#base && at - this.#base.at < BASE_MOST_MS ? this.#base : null;
+  }
+
+  #answered(
+    base: { snapshot: string; at: number } | null,
+    row: { snapshot: string; changed?: Array<Extract<Change, { kind: 'record' }>['collection']> | null },
+    at: number,
+  ): void {
     // Each question's snapshot becomes the next one's base only after what it found is published,
     // so whatever a base saw has been told to the listeners.
     for (const collection of base ? (row.changed ?? []) : NOTED) this.#emit({ kind: 'record', collection, id: null });
     if (!this.#base || this.#base.at <= at) this.#base = { snapshot: row.snapshot, at };
-    return true;
+  }
+
+  /** Runs `statement` on the LISTEN connection once the statements before it are done. */
+  #run<T>(client: pg.Client, statement: () => Promise<T>): Promise<T> {
+    const run = this.#serial.then(() => {
+      if (this.#client !== client) throw new Error('the change feed connection was lost');
+      return statement();
+    });
+    this.#serial = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Whether this member's fence holds: its caches are served without asking. */
+  #fenced(): boolean {
+    return this.#connected && now() < this.#validUntil;
+  }
+
+  /** Becomes a fence member: takes a lease now and renews it every RENEW_EVERY_MS. */
+  #join(): void {
+    this.#member = true;
+    this.#renewTimer = setInterval(() => this.#renew(), RENEW_EVERY_MS);
+    this.#renewTimer.unref();
+    this.#renew();
+  }
+
+  /**
+   * Renews the lease (the first renewal on a connection joins). The lease holds locally from the
+   * time the renewal was sent, so it ends here before it ends for any writer; and it is extended
+   * only once the renewal's answer is in, which comes after every notice committed before it
+   * (PostgreSQL delivers a listener's notifications before the end of its own statement) and
+   * after what changed since the last renewal is published.
+   */
+  #renew(): void {
+    const client = this.#client;
+    if (!client || !this.#connected || this.#renewing || this.#closed) return;
+    this.#renewing = true;
+    const sentAt = now();
+    const base = this.#baseFor(Date.now());
+    const at = Date.now();
+    const notice = JSON.stringify({ kind: 'lease', m: this.id });
+    this.#run(client, () =>
+      client.query({ name: 'panelctl_feed_renew', text: RENEW_SQL, values: [this.id, FENCE_LEASE_MS, CHANNEL, notice, base?.snapshot ?? null] }),
+    ).then(
+      ({ rows }) => {
+        this.#renewing = false;
+        if (this.#client !== client || this.#closed) return;
+        this.#answered(base, rows[0], at);
+        const wasFenced = this.#fenced();
+        this.#validUntil = Math.max(this.#validUntil, sentAt + FENCE_LEASE_MS - FENCE_MARGIN_MS);
+        // Fenced again (joined, or back after a lapse): whatever was cached or being filled before
+        // is dropped, as writes meanwhile may not have waited for this member.
+        if (!wasFenced && this.#fenced()) for (const collection of NOTED) this.#emit({ kind: 'record', collection, id: null });
+      },
+      () => {
+        // The connection failed under it: `lost` reconnects, and the lease lapses meanwhile.
+        this.#renewing = false;
+      },
+    );
+  }
+
+  /**
+   * Starts a write's fence: the caller then sends a notice `{kind: 'fence', t: token, c: …}`
+   * (see fenceNotice) and calls `sent` or `failed`. Call only after the write committed.
+   */
+  beginFence(): { token: string; wait: FenceWait } {
+    const token = `${this.id}:${++this.#sequence}`;
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => (resolve = r));
+    const wait: Wait = { begun: now(), pending: null, timer: null, settled: false, resolve };
+    const finish = () => {
+      wait.settled = true;
+      if (wait.timer) clearTimeout(wait.timer);
+      this.#waits.delete(token);
+      resolve();
+    };
+    wait.resolve = finish;
+    // Registered before the notice goes out: it may come back before the sender hears it went.
+    if (this.#connected && this.#membersKnown) this.#waits.set(token, wait);
+    // Heard by no one in time: every lease granted before the write committed has run out, and
+    // every renewal since asked what changed (see RENEW_SQL), so no member still serves it stale.
+    // Also the bound when the notice never comes back (the connection dropped first).
+    const waitOut = () => {
+      if (!wait.timer && !wait.settled) this.#deadline(wait, wait.begun + FENCE_LEASE_MS);
+    };
+    return {
+      token,
+      wait: {
+        sent: waitOut,
+        failed: () => {
+          this.#waits.delete(token);
+          if (wait.settled) return;
+          if (wait.timer) clearTimeout(wait.timer);
+          wait.timer = null;
+          waitOut();
+        },
+        done,
+      },
+    };
+  }
+
+  /** The notice of a fence: `changes` of cached collections, with ids dropped if it would be too long. */
+  static fenceNotice(token: string, changes: Array<[string, number | null]>): string {
+    const notice = JSON.stringify({ kind: 'fence', t: token, c: changes });
+    if (notice.length <= FENCE_PAYLOAD_MOST) return notice;
+    const collections = [...new Set(changes.map(([collection]) => collection))];
+    return JSON.stringify({ kind: 'fence', t: token, c: collections.map((collection) => [collection, null]) });
+  }
+
+  /** Resolves `wait` at local time `at` at the latest. */
+  #deadline(wait: Wait, at: number): void {
+    if (wait.timer) clearTimeout(wait.timer);
+    wait.timer = setTimeout(wait.resolve, Math.max(0, at - now()));
+  }
+
+  /** This store's own fence notice came back: every member it knows now must acknowledge it. */
+  #ownFenceHeard(wait: Wait): void {
+    const pending = new Set<string>();
+    let latest = 0;
+    const at = now();
+    for (const [member, heard] of this.#members) {
+      const ends = heard + FENCE_LEASE_MS + FENCE_MARGIN_MS;
+      if (ends <= at) this.#members.delete(member);
+      else {
+        pending.add(member);
+        latest = Math.max(latest, ends);
+      }
+    }
+    if (pending.size === 0) return wait.resolve();
+    wait.pending = pending;
+    this.#deadline(wait, Math.min(latest, wait.begun + FENCE_LEASE_MS));
+  }
+
+  #acknowledged(member: string, tokens: string[]): void {
+    for (const token of tokens) {
+      const wait = this.#waits.get(token);
+      if (!wait?.pending) continue;
+      wait.pending.delete(member);
+      if (wait.pending.size === 0) wait.resolve();
+    }
+  }
+
+  /** Acknowledges other writers' fence notices, all those heard in this turn in one notice. */
+  #acknowledge(token: string): void {
+    this.#acks.push(token);
+    if (this.#acks.length > 1) return;
+    setImmediate(() => {
+      const tokens = this.#acks;
+      this.#acks = [];
+      const client = this.#client;
+      if (!client || !this.#connected) return;
+      const notice = JSON.stringify({ kind: 'ack', m: this.id, t: tokens });
+      this.#run(client, () => client.query('SELECT pg_notify($1, $2)', [CHANNEL, notice])).catch(() => undefined);
+    });
   }
 
   /** Connects and LISTENs; rejects when the first connection fails. */
@@ -130,6 +381,16 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   async close(): Promise<void> {
+    if (this.#renewTimer) clearInterval(this.#renewTimer);
+    this.#validUntil = 0;
+    const member = this.#client;
+    if (this.#member && member && this.#connected && !this.#closed) {
+      // Leaving: writers stop waiting for this member at once (its fence no longer holds).
+      const notice = JSON.stringify({ kind: 'leave', m: this.id });
+      await this.#run(member, () =>
+        member.query('WITH gone AS (DELETE FROM feed_members WHERE member = $1) SELECT pg_notify($2, $3)', [this.id, CHANNEL, notice]),
+      ).catch(() => undefined);
+    }
     this.#closed = true;
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     const client = this.#client;
@@ -152,6 +413,12 @@ export class PgChangeFeed implements ChangeFeed {
     const lost = () => {
       if (this.#client !== client) return;
       this.#client = null;
+      this.#validUntil = 0;
+      this.#membersKnown = false;
+      this.#members.clear();
+      // Acknowledgements can no longer be heard: the waits fall back to their leases.
+      for (const wait of this.#waits.values()) wait.pending = null;
+      this.#waits.clear();
       this.#setConnected(false);
       client.removeAllListeners('notification');
       void client.end().catch(() => undefined);
@@ -176,6 +443,11 @@ export class PgChangeFeed implements ChangeFeed {
       ]);
       if (mark !== null) missed = rows.map((r) => r.id).reverse();
       this.#noteLogged(rows.length > 0 ? [rows[0].id] : [0]);
+      // The members whose leases began before this connection listened (later ones are heard).
+      // A lease found here was granted before now, so it ends here no later than this time + LEASE.
+      const members = await client.query<{ member: string }>(MEMBERS_SQL);
+      const heard = now();
+      for (const { member } of members.rows) if (member !== this.id && !this.#members.has(member)) this.#members.set(member, heard);
     } catch (error) {
       client.removeAllListeners();
       client.on('error', () => undefined);
@@ -187,8 +459,11 @@ export class PgChangeFeed implements ChangeFeed {
       return;
     }
     this.#client = client;
+    this.#serial = Promise.resolve();
+    this.#membersKnown = true;
     this.#retryMs = RETRY_MIN_MS;
     this.#setConnected(true);
+    if (this.#member) this.#renew();
     if (missed.length > 0) this.#emit({ kind: 'logged', ids: missed });
   }
 
@@ -229,6 +504,18 @@ export class PgChangeFeed implements ChangeFeed {
       this.#emit({ kind: 'logged', ids: notice.ids });
     } else if (notice.kind === 'outbox') this.#emit({ kind: 'outbox' });
     else if (notice.kind === 'record') this.#emit({ kind: 'record', collection: notice.collection, id: notice.id });
+    else if (notice.kind === 'fence') {
+      for (const [collection, id] of notice.c) this.#emit({ kind: 'record', collection, id });
+      const wait = this.#waits.get(notice.t);
+      if (wait) {
+        if (!wait.pending) this.#ownFenceHeard(wait);
+      } else if (this.#member && !notice.t.startsWith(`${this.id}:`)) this.#acknowledge(notice.t);
+    } else if (notice.kind === 'lease') {
+      if (notice.m !== this.id) this.#members.set(notice.m, now());
+    } else if (notice.kind === 'leave') {
+      this.#members.delete(notice.m);
+      this.#acknowledged(notice.m, [...this.#waits.keys()]);
+    } else if (notice.kind === 'ack') this.#acknowledged(notice.m, notice.t);
   }
 
   #noteLogged(ids: number[]): void {
