@@ -8,7 +8,8 @@
 // serves caches (the first `caughtUp()` makes it a member) holds the write fence: it keeps a lease
 // in `feed_members` and, while the lease holds locally, answers `caughtUp()` at once; every store
 // writing a cached collection waits, after commit, until each live member has acknowledged the
-// write's notice or its lease has run out (docs/decisions/postgres.md, "The write fence").
+// write's notice or its lease has run out (docs/decisions/postgres.md, "Cached reads across
+// daemons: the write fence").
 // Without a valid lease `caughtUp()` asks the database (one statement on this connection, shared
 // by every request that came while the last one was out) which cached collections changed since
 // its last snapshot, and publishes those first.
@@ -26,8 +27,10 @@ type Notice =
   | { kind: 'logged'; ids: number[] }
   /** A write of cached collections (see Notifier.fence): `t` its token, `c` what changed. */
   | { kind: 'fence'; t: string; c: Array<[Extract<Change, { kind: 'record' }>['collection'], number | null]> }
-  /** A member joined or renewed its lease (`m`), or left. */
-  | { kind: 'lease' | 'leave'; m: string }
+  /** A member joined or renewed its lease (`m`, its renewal `s`). */
+  | { kind: 'lease'; m: string; s: number }
+  /** A member left. */
+  | { kind: 'leave'; m: string }
   /** Member `m` has published the changes of the fence notices `t` to its listeners. */
   | { kind: 'ack'; m: string; t: string[] };
 
@@ -48,7 +51,7 @@ const FENCE_PAYLOAD_MOST = 7_000;
 
 /** A write waiting for the fence (see PgChangeFeed.beginFence). */
 export interface FenceWait {
-  /** The notice carrying the token committed at `begun`'s call: wait for the members. */
+  /** The notice carrying the token went out (committed): wait for the members to acknowledge it. */
   sent(): void;
   /** The notice could not be sent: wait out every lease (see FENCE_LEASE_MS). */
   failed(): void;
@@ -140,7 +143,8 @@ export class PgChangeFeed implements ChangeFeed {
   /** Local time until which this member's lease holds (0: not held). */
   #validUntil = 0;
   #renewTimer: NodeJS.Timeout | null = null;
-  #renewing = false;
+  /** The renewal out now: when it was sent, and whether its answer and its own notice are in. */
+  #renewal: { seq: number; sentAt: number; answered: boolean; heard: boolean } | null = null;
   /** Other members by name: when their lease was last heard of (local time). Valid while `#membersKnown`. */
   readonly #members = new Map<string, number>();
   #membersKnown = false;
@@ -248,36 +252,45 @@ export class PgChangeFeed implements ChangeFeed {
   /**
    * Renews the lease (the first renewal on a connection joins). The lease holds locally from the
    * time the renewal was sent, so it ends here before it ends for any writer; and it is extended
-   * only once the renewal's answer is in, which comes after every notice committed before it
-   * (PostgreSQL delivers a listener's notifications before the end of its own statement) and
-   * after what changed since the last renewal is published.
+   * only once both the renewal's answer (what changed since the last renewal, published) and its
+   * own notice are in: notices arrive in commit order, so every notice committed before the
+   * renewal has been heard, and published, by then.
    */
   #renew(): void {
     const client = this.#client;
-    if (!client || !this.#connected || this.#renewing || this.#closed) return;
-    this.#renewing = true;
-    const sentAt = now();
-    const base = this.#baseFor(Date.now());
+    if (!client || !this.#connected || this.#closed) return;
+    // One at a time; one whose answer or notice never came is given up after a lease.
+    if (this.#renewal && now() - this.#renewal.sentAt < FENCE_LEASE_MS) return;
+    const renewal = { seq: ++this.#sequence, sentAt: now(), answered: false, heard: false };
+    this.#renewal = renewal;
     const at = Date.now();
-    const notice = JSON.stringify({ kind: 'lease', m: this.id });
+    const base = this.#baseFor(at);
+    const notice = JSON.stringify({ kind: 'lease', m: this.id, s: renewal.seq });
     this.#run(client, () =>
       client.query({ name: 'panelctl_feed_renew', text: RENEW_SQL, values: [this.id, FENCE_LEASE_MS, CHANNEL, notice, base?.snapshot ?? null] }),
     ).then(
       ({ rows }) => {
-        this.#renewing = false;
-        if (this.#client !== client || this.#closed) return;
+        if (this.#client !== client || this.#closed || this.#renewal !== renewal) return;
         this.#answered(base, rows[0], at);
-        const wasFenced = this.#fenced();
-        this.#validUntil = Math.max(this.#validUntil, sentAt + FENCE_LEASE_MS - FENCE_MARGIN_MS);
-        // Fenced again (joined, or back after a lapse): whatever was cached or being filled before
-        // is dropped, as writes meanwhile may not have waited for this member.
-        if (!wasFenced && this.#fenced()) for (const collection of NOTED) this.#emit({ kind: 'record', collection, id: null });
+        renewal.answered = true;
+        this.#renewed(renewal);
       },
       () => {
         // The connection failed under it: `lost` reconnects, and the lease lapses meanwhile.
-        this.#renewing = false;
+        if (this.#renewal === renewal) this.#renewal = null;
       },
     );
+  }
+
+  /** Extends the lease once the renewal's answer and notice are both in. */
+  #renewed(renewal: { seq: number; sentAt: number; answered: boolean; heard: boolean }): void {
+    if (!renewal.answered || !renewal.heard) return;
+    this.#renewal = null;
+    const wasFenced = this.#fenced();
+    this.#validUntil = Math.max(this.#validUntil, renewal.sentAt + FENCE_LEASE_MS - FENCE_MARGIN_MS);
+    // Fenced again (joined, or back after a lapse): whatever was cached or being filled before
+    // is dropped, as writes meanwhile may not have waited for this member.
+    if (!wasFenced && this.#fenced()) for (const collection of NOTED) this.#emit({ kind: 'record', collection, id: null });
   }
 
   /**
@@ -381,19 +394,19 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     if (this.#renewTimer) clearInterval(this.#renewTimer);
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#validUntil = 0;
-    const member = this.#client;
-    if (this.#member && member && this.#connected && !this.#closed) {
+    const client = this.#client;
+    if (this.#member && client && this.#connected) {
       // Leaving: writers stop waiting for this member at once (its fence no longer holds).
       const notice = JSON.stringify({ kind: 'leave', m: this.id });
-      await this.#run(member, () =>
-        member.query('WITH gone AS (DELETE FROM feed_members WHERE member = $1) SELECT pg_notify($2, $3)', [this.id, CHANNEL, notice]),
+      await this.#run(client, () =>
+        client.query('WITH gone AS (DELETE FROM feed_members WHERE member = $1) SELECT pg_notify($2, $3)', [this.id, CHANNEL, notice]),
       ).catch(() => undefined);
     }
-    this.#closed = true;
-    if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    const client = this.#client;
     this.#client = null;
     this.#setConnected(false);
     await client?.end().catch(() => undefined);
@@ -414,6 +427,7 @@ export class PgChangeFeed implements ChangeFeed {
       if (this.#client !== client) return;
       this.#client = null;
       this.#validUntil = 0;
+      this.#renewal = null;
       this.#membersKnown = false;
       this.#members.clear();
       // Acknowledgements can no longer be heard: the waits fall back to their leases.
@@ -512,6 +526,10 @@ export class PgChangeFeed implements ChangeFeed {
       } else if (this.#member && !notice.t.startsWith(`${this.id}:`)) this.#acknowledge(notice.t);
     } else if (notice.kind === 'lease') {
       if (notice.m !== this.id) this.#members.set(notice.m, now());
+      else if (this.#renewal?.seq === notice.s) {
+        this.#renewal.heard = true;
+        this.#renewed(this.#renewal);
+      }
     } else if (notice.kind === 'leave') {
       this.#members.delete(notice.m);
       this.#acknowledged(notice.m, [...this.#waits.keys()]);
