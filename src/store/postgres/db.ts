@@ -3,6 +3,7 @@
 // savepoint inside a transaction (so a conflict the caller catches does not poison the rest).
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { StoreUnavailableError } from '../store.js';
 import { mapError } from './errors.js';
 import type { PgLimits } from './limits.js';
 
@@ -24,7 +25,10 @@ export interface Db {
 }
 
 /** Starts a write's fence (PgChangeFeed.beginFence): the token for its notice, and the wait. */
-export type FenceStarter = () => { token: string; wait: { sent(): void; failed(): void; done: Promise<void> } };
+export type FenceStarter = () => { token: string; wait: { sent(): void; abandon(): void; done: Promise<void> } };
+
+/** A fence notice that cannot be sent is tried again this long at most; the write then answers 503. */
+const FENCE_SEND_MOST_MS = 3_000;
 
 /**
  * Sends change notices on their own, after the writes that made them committed, several in one
@@ -39,7 +43,7 @@ export class Notifier {
   #pending = new Set<string>();
   #sending: Promise<void> | null = null;
   /** The cached-collection changes to send in the next fence notice, and the writes waiting on it. */
-  #fenced: { changes: Map<string, [string, number | null]>; done: Promise<void>; resolve: () => void } | null = null;
+  #fenced: { changes: Map<string, [string, number | null]>; done: Promise<void>; resolve: () => void; reject: (error: Error) => void } | null = null;
   /** Set by the store once its change feed exists; without one a fence resolves once sent. */
   fencer: FenceStarter | null = null;
 
@@ -63,8 +67,12 @@ export class Notifier {
   fence(collection: string, id: number | null): Promise<void> {
     if (!this.#fenced) {
       let resolve!: () => void;
-      const done = new Promise<void>((r) => (resolve = r));
-      this.#fenced = { changes: new Map(), done, resolve };
+      let reject!: (error: Error) => void;
+      const done = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      this.#fenced = { changes: new Map(), done, resolve, reject };
     }
     this.#fenced.changes.set(`${collection}:${id}`, [collection, id]);
     this.#sending ??= this.#drain();
@@ -76,6 +84,14 @@ export class Notifier {
     while (this.#sending) await this.#sending;
   }
 
+  /** Sends `notices`; the error when it failed, else null. */
+  #notify(notices: string[]): Promise<unknown> {
+    return this.pool.query('SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n', [this.channel, notices]).then(
+      () => null,
+      (error: unknown) => error ?? new Error('notify failed'),
+    );
+  }
+
   async #drain(): Promise<void> {
     // Notices that come while one statement is out go together in the next.
     await Promise.resolve();
@@ -84,18 +100,26 @@ export class Notifier {
       this.#pending.clear();
       const fenced = this.#fenced;
       this.#fenced = null;
+      const started = Date.now();
       // Begun here, after every write of the batch committed (see FenceWait).
       const fence = fenced ? (this.fencer?.() ?? null) : null;
-      if (fenced) batch.push(this.fenceNotice(fence?.token ?? 'none', [...fenced.changes.values()]));
-      const sent = await this.pool.query('SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n', [this.channel, batch]).then(
-        () => true,
-        () => false,
-      );
+      const notice = fenced ? this.fenceNotice(fence?.token ?? 'none', [...fenced.changes.values()]) : null;
+      if (notice) batch.push(notice);
+      let failure = await this.#notify(batch);
       if (!fenced) continue;
-      if (!fence) fenced.resolve();
+      // The writes committed: until their notice is out no daemon hears of them, so it is sent
+      // again (alone) for a while; past that the writes answer 503, their outcome unknown to the
+      // client as when a commit's answer is lost.
+      for (let delay = 50; failure && Date.now() - started < FENCE_SEND_MOST_MS; delay *= 2) {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        failure = await this.#notify([notice!]);
+      }
+      if (failure) {
+        fence?.wait.abandon();
+        fenced.reject(new StoreUnavailableError('the change was saved but could not be announced to the other daemons', { cause: failure }));
+      } else if (!fence) fenced.resolve();
       else {
-        if (sent) fence.wait.sent();
-        else fence.wait.failed();
+        fence.wait.sent();
         void fence.wait.done.then(fenced.resolve);
       }
     }

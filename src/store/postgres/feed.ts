@@ -53,15 +53,13 @@ const FENCE_PAYLOAD_MOST = 7_000;
 export interface FenceWait {
   /** The notice carrying the token went out (committed): wait for the members to acknowledge it. */
   sent(): void;
-  /** The notice could not be sent: wait out every lease (see FENCE_LEASE_MS). */
-  failed(): void;
+  /** The notice could not be sent: stop waiting (the write is answered as failed). */
+  abandon(): void;
   /** Resolves once no member can still serve a cache missing the write. Never rejects. */
   readonly done: Promise<void>;
 }
 
 interface Wait {
-  /** Local time (performance.now) when the fence began: after the write committed. */
-  begun: number;
   /** The members still to acknowledge; null until the notice came back. */
   pending: Set<string> | null;
   timer: NodeJS.Timeout | null;
@@ -106,19 +104,27 @@ const CHANGED_SINCE_SQL = `SELECT pg_current_snapshot()::text AS snapshot,
         WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) AS changed`;
 const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS snapshot';
 const DB_NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
-/**
- * A member's lease taken or renewed, announced, and the caught-up question asked, in one
- * statement: every renewal also publishes what changed since the last (a change whose notice
- * was lost is published within a renewal, and a writer that cannot hear the members waits for
- * that: see FenceWait.failed). $1 member, $2 lease ms, $3 channel, $4 notice, $5 base snapshot.
- */
+/** A member's lease taken or renewed, and announced. $1 member, $2 lease ms, $3 channel, $4 notice. */
 const RENEW_SQL = `WITH m AS (
     INSERT INTO feed_members (member, lease_until) VALUES ($1, ${DB_NOW_MS} + $2)
-    ON CONFLICT (member) DO UPDATE SET lease_until = excluded.lease_until RETURNING member),
-  n AS (SELECT pg_notify($3, $4) FROM m)
-  SELECT (SELECT count(*) FROM n) AS notified, pg_current_snapshot()::text AS snapshot,
-  CASE WHEN $5::text IS NULL THEN NULL ELSE ARRAY(SELECT DISTINCT collection FROM read_changes
-        WHERE xid >= pg_snapshot_xmin($5::text::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $5::text::pg_snapshot)) END AS changed`;
+    ON CONFLICT (member) DO UPDATE SET lease_until = excluded.lease_until RETURNING member)
+  SELECT pg_notify($3, $4) FROM m`;
+/**
+ * The sweep's question: the snapshot now, and the noted collections changed by transactions that
+ * the snapshot $2 saw and the older $1 did not (see SWEEP_EVERY_MS).
+ */
+const SWEEP_SQL = `SELECT pg_current_snapshot()::text AS snapshot,
+  ARRAY(SELECT DISTINCT collection FROM read_changes
+        WHERE xid >= pg_snapshot_xmin($1::text::pg_snapshot) AND pg_visible_in_snapshot(xid, $2::text::pg_snapshot)
+          AND NOT pg_visible_in_snapshot(xid, $1::text::pg_snapshot)) AS changed`;
+/**
+ * How often a member publishes the changes committed between its last two sweeps (so at least
+ * this long after their commit): a change whose notice never came (its writer died between commit
+ * and notice) is not kept from the caches for longer than about twice this. Not part of the fence's
+ * promise (a write that resolved was heard), so it lags: changes whose notice came are published
+ * again, long after, rather than a moment after they were.
+ */
+const SWEEP_EVERY_MS = 5_000;
 const MEMBERS_SQL = `SELECT member FROM feed_members WHERE lease_until > ${DB_NOW_MS}`;
 
 export class PgChangeFeed implements ChangeFeed {
@@ -143,6 +149,10 @@ export class PgChangeFeed implements ChangeFeed {
   /** Local time until which this member's lease holds (0: not held). */
   #validUntil = 0;
   #renewTimer: NodeJS.Timeout | null = null;
+  #sweepTimer: NodeJS.Timeout | null = null;
+  #sweeping = false;
+  /** The snapshots of the last two sweeps (see SWEEP_EVERY_MS). */
+  #swept: { older: string | null; newer: string | null } = { older: null, newer: null };
   /** The renewal out now: when it was sent, and whether its answer and its own notice are in. */
   #renewal: { seq: number; sentAt: number; answered: boolean; heard: boolean } | null = null;
   /** Other members by name: when their lease was last heard of (local time). Valid while `#membersKnown`. */
@@ -246,15 +256,17 @@ export class PgChangeFeed implements ChangeFeed {
     this.#member = true;
     this.#renewTimer = setInterval(() => this.#renew(), RENEW_EVERY_MS);
     this.#renewTimer.unref();
+    this.#sweepTimer = setInterval(() => this.#sweep(), SWEEP_EVERY_MS);
+    this.#sweepTimer.unref();
     this.#renew();
+    this.#sweep();
   }
 
   /**
    * Renews the lease (the first renewal on a connection joins). The lease holds locally from the
    * time the renewal was sent, so it ends here before it ends for any writer; and it is extended
-   * only once both the renewal's answer (what changed since the last renewal, published) and its
-   * own notice are in: notices arrive in commit order, so every notice committed before the
-   * renewal has been heard, and published, by then.
+   * only once both the renewal's answer and its own notice are in: notices arrive in commit
+   * order, so every notice committed before the renewal has been heard, and published, by then.
    */
   #renew(): void {
     const client = this.#client;
@@ -263,21 +275,37 @@ export class PgChangeFeed implements ChangeFeed {
     if (this.#renewal && now() - this.#renewal.sentAt < FENCE_LEASE_MS) return;
     const renewal = { seq: ++this.#sequence, sentAt: now(), answered: false, heard: false };
     this.#renewal = renewal;
-    const at = Date.now();
-    const base = this.#baseFor(at);
     const notice = JSON.stringify({ kind: 'lease', m: this.id, s: renewal.seq });
-    this.#run(client, () =>
-      client.query({ name: 'panelctl_feed_renew', text: RENEW_SQL, values: [this.id, FENCE_LEASE_MS, CHANNEL, notice, base?.snapshot ?? null] }),
-    ).then(
-      ({ rows }) => {
+    this.#run(client, () => client.query({ name: 'panelctl_feed_renew', text: RENEW_SQL, values: [this.id, FENCE_LEASE_MS, CHANNEL, notice] })).then(
+      () => {
         if (this.#client !== client || this.#closed || this.#renewal !== renewal) return;
-        this.#answered(base, rows[0], at);
         renewal.answered = true;
         this.#renewed(renewal);
       },
       () => {
         // The connection failed under it: `lost` reconnects, and the lease lapses meanwhile.
         if (this.#renewal === renewal) this.#renewal = null;
+      },
+    );
+  }
+
+  /** Publishes the changes committed between the last two sweeps (see SWEEP_EVERY_MS). */
+  #sweep(): void {
+    const client = this.#client;
+    if (!client || !this.#connected || this.#closed || this.#sweeping) return;
+    const { older, newer } = this.#swept;
+    this.#sweeping = true;
+    this.#run(client, () =>
+      older && newer ? client.query({ name: 'panelctl_feed_sweep', text: SWEEP_SQL, values: [older, newer] }) : client.query(SNAPSHOT_SQL),
+    ).then(
+      ({ rows }) => {
+        this.#sweeping = false;
+        if (this.#client !== client) return;
+        for (const collection of rows[0].changed ?? []) this.#emit({ kind: 'record', collection, id: null });
+        this.#swept = { older: newer, newer: rows[0].snapshot };
+      },
+      () => {
+        this.#sweeping = false;
       },
     );
   }
@@ -295,13 +323,13 @@ export class PgChangeFeed implements ChangeFeed {
 
   /**
    * Starts a write's fence: the caller then sends a notice `{kind: 'fence', t: token, c: …}`
-   * (see fenceNotice) and calls `sent` or `failed`. Call only after the write committed.
+   * (see fenceNotice) and calls `sent` or `abandon`. Call only after the write committed.
    */
   beginFence(): { token: string; wait: FenceWait } {
     const token = `${this.id}:${++this.#sequence}`;
     let resolve!: () => void;
     const done = new Promise<void>((r) => (resolve = r));
-    const wait: Wait = { begun: now(), pending: null, timer: null, settled: false, resolve };
+    const wait: Wait = { pending: null, timer: null, settled: false, resolve };
     const finish = () => {
       wait.settled = true;
       if (wait.timer) clearTimeout(wait.timer);
@@ -311,23 +339,16 @@ export class PgChangeFeed implements ChangeFeed {
     wait.resolve = finish;
     // Registered before the notice goes out: it may come back before the sender hears it went.
     if (this.#connected && this.#membersKnown) this.#waits.set(token, wait);
-    // Heard by no one in time: every lease granted before the write committed has run out, and
-    // every renewal since asked what changed (see RENEW_SQL), so no member still serves it stale.
-    // Also the bound when the notice never comes back (the connection dropped first).
-    const waitOut = () => {
-      if (!wait.timer && !wait.settled) this.#deadline(wait, wait.begun + FENCE_LEASE_MS);
-    };
     return {
       token,
       wait: {
-        sent: waitOut,
-        failed: () => {
-          this.#waits.delete(token);
-          if (wait.settled) return;
-          if (wait.timer) clearTimeout(wait.timer);
-          wait.timer = null;
-          waitOut();
+        // Unheard (this connection down, or dropped before the notice came back), the write waits
+        // a lease from here, after the notice committed: a member still serving then has renewed
+        // since, and a renewal's own notice arrives after this one, so it has heard this one.
+        sent: () => {
+          if (!wait.timer && !wait.settled) this.#deadline(wait, now() + FENCE_LEASE_MS);
         },
+        abandon: finish,
         done,
       },
     };
@@ -362,7 +383,8 @@ export class PgChangeFeed implements ChangeFeed {
     }
     if (pending.size === 0) return wait.resolve();
     wait.pending = pending;
-    this.#deadline(wait, Math.min(latest, wait.begun + FENCE_LEASE_MS));
+    // Heard, so committed: a lease from now bounds the wait as in `sent`.
+    this.#deadline(wait, Math.min(latest, at + FENCE_LEASE_MS));
   }
 
   #acknowledged(member: string, tokens: string[]): void {
@@ -397,6 +419,7 @@ export class PgChangeFeed implements ChangeFeed {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#renewTimer) clearInterval(this.#renewTimer);
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#validUntil = 0;
     const client = this.#client;
@@ -428,6 +451,8 @@ export class PgChangeFeed implements ChangeFeed {
       this.#client = null;
       this.#validUntil = 0;
       this.#renewal = null;
+      // Reconnecting announces everything: the sweep starts over.
+      this.#swept = { older: null, newer: null };
       this.#membersKnown = false;
       this.#members.clear();
       // Acknowledgements can no longer be heard: the waits fall back to their leases.
