@@ -186,8 +186,8 @@ describe.skipIf(!adminUrl)('cached reads on two daemons of one PostgreSQL databa
   it('sees a logout, a role change and a key deletion written straight into the tables once their notice arrives', async () => {
     // Straight into the tables, as a script with no panelctl writer would: no write waits for the
     // daemons (the write fence), so the change is promised once its notice (the tables' trigger
-    // sends one for writers other than panelctl) or the reader's next renewal reaches the reader,
-    // not at the very next request. Each is waited for, and must come.
+    // sends one for writers other than panelctl) reaches the reader, not at the very next
+    // request. Each is waited for, and must come.
     const sql = new pg.Client({ connectionString: databaseUrl });
     await sql.connect();
     try {
