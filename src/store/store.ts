@@ -500,12 +500,18 @@ export interface ChangeFeed {
   subscribe(listener: (change: Change) => void): () => void;
   /**
    * Whether every change of the cached collections (users, API keys, revoked tokens,
-   * subscriptions, sites) committed before the call, by any daemon of the store, has been
-   * published to the listeners. `true` at once when every change is published before its write
-   * resolves (the embedded store). With a shared database the feed asks the database which of
-   * them changed since it last asked, publishes those (as `record` changes with `id` null) and
-   * answers true; several calls share one question, never one asked before they were made. False
-   * when it cannot ask (disconnected): a cache kept from the feed must then not be served.
+   * subscriptions, sites) made through a store and resolved before the call, by any handle of
+   * the store (a daemon, or a `panelctl` command that opens it), has been published to the
+   * listeners. So a change made through panelctl is seen by the next request to any daemon once
+   * the write's answer has arrived. A change written straight into a shared database's tables
+   * (no panelctl writer) is published once its notice arrives, a moment after its commit, not
+   * promised before the next call. `true` at once when every change is published before its write
+   * resolves: the embedded store, and a shared database's feed whose write fence holds (its
+   * writers wait, before resolving, for every such feed to publish their change). Otherwise the
+   * feed asks the database which of them changed since it last asked, publishes those (as
+   * `record` changes with `id` null) and answers true; several calls share one question, never
+   * one asked before they were made. False when it cannot ask (disconnected): a cache kept from
+   * the feed must then not be served.
    * @example
    * if ((await store.changes.caughtUp()) && memo.has(view)) return memo.get(view);
    */

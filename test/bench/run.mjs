@@ -234,8 +234,8 @@ async function benchApi() {
 // 1b. API on PostgreSQL: the same GET /api/v1/sites (20 sites, admin API keys) by a daemon whose
 // store is a PostgreSQL database (Unix socket, durable server defaults), against the bare route
 // answering the same bytes, in alternating rounds over fresh process pairs as benchApi does. The
-// listing and the callers are cached; each request still asks the database what changed since
-// (one statement shared by the requests that arrive meanwhile) and counts its request window.
+// listing and the callers are cached and served without asking the database while the daemon's
+// write fence holds (its lease renewed every 750 ms); each request counts its request window.
 async function benchApiPostgres() {
   results.apiPostgres = await withCluster(async (adminUrl) => {
     const url = await socketUrlOf(await createDatabase(adminUrl, 'bench_api'));

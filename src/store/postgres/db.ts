@@ -3,6 +3,7 @@
 // savepoint inside a transaction (so a conflict the caller catches does not poison the rest).
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { StoreUnavailableError } from '../store.js';
 import { mapError } from './errors.js';
 import type { PgLimits } from './limits.js';
 
@@ -14,7 +15,20 @@ export interface Db {
   atomic<T>(fn: (db: Db) => Promise<T>): Promise<T>;
   /** Tells every daemon of a change (a change-feed notice) once it is committed. */
   announce(notice: string): void;
+  /**
+   * Tells every daemon that row `id` (null: any) of a cached collection changed, and resolves
+   * once no daemon can serve a cache missing it (the write fence, see PgChangeFeed). Outside a
+   * transaction call it after the change committed; inside one it is sent after the commit,
+   * and the transaction resolves after the fence.
+   */
+  fence(collection: string, id: number | null): Promise<void>;
 }
+
+/** Starts a write's fence (PgChangeFeed.beginFence): the token for its notice, and the wait. */
+export type FenceStarter = () => { token: string; wait: { sent(): void; abandon(): void; done: Promise<void> } };
+
+/** A fence notice that cannot be sent is tried again this long at most; the write then answers 503. */
+const FENCE_SEND_MOST_MS = 3_000;
 
 /**
  * Sends change notices on their own, after the writes that made them committed, several in one
@@ -28,10 +42,17 @@ export interface Db {
 export class Notifier {
   #pending = new Set<string>();
   #sending: Promise<void> | null = null;
+  /** The cached-collection changes to send in the next fence notice, and the writes waiting on it. */
+  #fenced: { changes: Map<string, [string, number | null]>; done: Promise<void>; resolve: () => void; reject: (error: Error) => void } | null = null;
+  /** Set by the store once its change feed exists; without one a fence resolves once sent. */
+  fencer: FenceStarter | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly channel: string,
+    /** Makes the notice of a fence from its token and changes (see PgChangeFeed.fenceNotice). */
+    private readonly fenceNotice: (token: string, changes: Array<[string, number | null]>) => string = (t, c) =>
+      JSON.stringify({ kind: 'fence', t, c }),
   ) {}
 
   send(notice: string): void {
@@ -39,18 +60,68 @@ export class Notifier {
     this.#sending ??= this.#drain();
   }
 
+  /**
+   * Sends a change of a cached collection (after the write committed) in the next fence notice,
+   * one for all the writes of a turn; resolves when that notice's fence does.
+   */
+  fence(collection: string, id: number | null): Promise<void> {
+    if (!this.#fenced) {
+      let resolve!: () => void;
+      let reject!: (error: Error) => void;
+      const done = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      this.#fenced = { changes: new Map(), done, resolve, reject };
+    }
+    this.#fenced.changes.set(`${collection}:${id}`, [collection, id]);
+    this.#sending ??= this.#drain();
+    return this.#fenced.done;
+  }
+
   /** Resolves once everything sent so far has gone out (or failed). */
   async flush(): Promise<void> {
     while (this.#sending) await this.#sending;
   }
 
+  /** Sends `notices`; the error when it failed, else null. */
+  #notify(notices: string[]): Promise<unknown> {
+    return this.pool.query('SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n', [this.channel, notices]).then(
+      () => null,
+      (error: unknown) => error ?? new Error('notify failed'),
+    );
+  }
+
   async #drain(): Promise<void> {
     // Notices that come while one statement is out go together in the next.
     await Promise.resolve();
-    while (this.#pending.size > 0) {
+    while (this.#pending.size > 0 || this.#fenced) {
       const batch = [...this.#pending];
       this.#pending.clear();
-      await this.pool.query('SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n', [this.channel, batch]).catch(() => undefined);
+      const fenced = this.#fenced;
+      this.#fenced = null;
+      const started = Date.now();
+      // Begun here, after every write of the batch committed (see FenceWait).
+      const fence = fenced ? (this.fencer?.() ?? null) : null;
+      const notice = fenced ? this.fenceNotice(fence?.token ?? 'none', [...fenced.changes.values()]) : null;
+      if (notice) batch.push(notice);
+      let failure = await this.#notify(batch);
+      if (!fenced) continue;
+      // The writes committed: until their notice is out no daemon hears of them, so it is sent
+      // again (alone) for a while; past that the writes answer 503, their outcome unknown to the
+      // client as when a commit's answer is lost.
+      for (let delay = 50; failure && Date.now() - started < FENCE_SEND_MOST_MS; delay *= 2) {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        failure = await this.#notify([notice!]);
+      }
+      if (failure) {
+        fence?.wait.abandon();
+        fenced.reject(new StoreUnavailableError('the change was saved but could not be announced to the other daemons', { cause: failure }));
+      } else if (!fence) fenced.resolve();
+      else {
+        fence.wait.sent();
+        void fence.wait.done.then(fenced.resolve);
+      }
     }
     this.#sending = null;
   }
@@ -92,6 +163,10 @@ export class PoolDb implements Db {
     this.notifier.send(notice);
   }
 
+  fence(collection: string, id: number | null): Promise<void> {
+    return this.notifier.fence(collection, id);
+  }
+
   async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
     // Idle connections the server ended (a restart, pg_terminate_backend) answer their next
     // query with the FATAL they were sent while idle: that query never ran, so it is sent again
@@ -118,11 +193,18 @@ export class ClientDb implements Db {
   #previous: Promise<unknown> = Promise.resolve();
   /** Sent once the transaction commits. */
   readonly notices: string[] = [];
+  /** Cached-collection changes fenced once the transaction commits. */
+  readonly fenced: Array<[string, number | null]> = [];
 
   constructor(private readonly client: pg.PoolClient) {}
 
   announce(notice: string): void {
     this.notices.push(notice);
+  }
+
+  fence(collection: string, id: number | null): Promise<void> {
+    this.fenced.push([collection, id]);
+    return Promise.resolve();
   }
 
   /**
@@ -150,6 +232,7 @@ export class ClientDb implements Db {
   async atomic<T>(fn: (db: Db) => Promise<T>): Promise<T> {
     const name = `sp_${++this.#savepoints}`;
     const announced = this.notices.length;
+    const fenced = this.fenced.length;
     await this.query(`SAVEPOINT ${name}`);
     try {
       const result = await fn(this);
@@ -158,6 +241,7 @@ export class ClientDb implements Db {
     } catch (error) {
       await this.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => undefined);
       this.notices.length = announced;
+      this.fenced.length = fenced;
       throw error;
     }
   }
@@ -206,11 +290,11 @@ async function transactionOnce<T>(pool: pg.Pool, notifier: Notifier, fn: (db: Cl
     }
   }
   const db = new ClientDb(client);
+  let result: T;
   try {
-    const result = await fn(db);
+    result = await fn(db);
     await db.query('COMMIT');
     for (const notice of db.notices) notifier.send(notice);
-    return result;
   } catch (error) {
     try {
       await db.idle();
@@ -222,6 +306,9 @@ async function transactionOnce<T>(pool: pg.Pool, notifier: Notifier, fn: (db: Cl
   } finally {
     client.release(broken);
   }
+  // The connection is back in the pool while the fence waits for the other daemons.
+  if (db.fenced.length > 0) await Promise.all(db.fenced.map(([collection, id]) => notifier.fence(collection, id)));
+  return result;
 }
 
 export interface PoolOptions {

@@ -28,6 +28,8 @@ export interface PostgresStoreOptions {
 /** Events no delivery refers to any more are kept this long. */
 const EVENT_RETENTION_MS = 7 * 24 * 3600_000;
 const HOUSEKEEPING_EVERY_MS = 10 * 60_000;
+/** Lease rows of fence members are dropped this long after the lease ended (see PgChangeFeed). */
+const MEMBER_ROWS_KEPT_MS = 60_000;
 /** A dispatcher has a claim, a batch of outcomes and a read of endpoints in flight at most. */
 const WORK_POOL_SIZE = 3;
 
@@ -55,7 +57,7 @@ export class PostgresStore implements Store {
   private constructor(url: string, pool: pg.Pool, limits: PgLimits, touchFlushMs: number) {
     this.info = { kind: 'postgres', location: describeDatabaseUrl(url) };
     this.#pool = pool;
-    this.#notifier = new Notifier(pool, CHANNEL);
+    this.#notifier = new Notifier(pool, CHANNEL, PgChangeFeed.fenceNotice);
     this.#db = new PoolDb(pool, this.#notifier);
     // The dispatcher's statements each have one right plan, by index or row address, however
     // large the outbox. The server plans by the statistics of the queue tables, which lag their
@@ -68,6 +70,7 @@ export class PostgresStore implements Store {
     this.changes = new PgChangeFeed(url, () => {
       this.#settings = null;
     });
+    this.#notifier.fencer = () => this.changes.beginFence();
     // First subscriber: the cache is dropped before anyone else hears of a settings change.
     this.changes.subscribe((change) => {
       if (change.kind === 'record' && change.collection === 'settings') this.#settings = null;
@@ -221,6 +224,8 @@ export class PostgresStore implements Store {
         [before],
       );
       await db.query('DELETE FROM read_changes WHERE at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)', [READ_CHANGES_KEPT_MS]);
+      // Members gone without leaving (a crash): their leases ended long ago.
+      await db.query('DELETE FROM feed_members WHERE lease_until < (extract(epoch from clock_timestamp()) * 1000)::bigint - $1', [MEMBER_ROWS_KEPT_MS]);
     });
     // Previous secrets of rotations whose overlap ended, also on endpoints that got no delivery since.
     await this.webhooks.forgetExpiredSecrets(new Date().toISOString());

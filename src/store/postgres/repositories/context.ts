@@ -53,24 +53,30 @@ export async function timedCommit<T>(ctx: StoreContext, write: Promise<T>): Prom
 }
 
 /**
- * Collections whose changes reach other daemons only through `read_changes` (see
- * PgChangeFeed.caughtUp): what follows them is a cache that serves only once caught up (the
- * listings), and nothing watches them by notice as streams watch their caller's user, keys and
- * revocations. A notice of theirs would tell each daemon what its next question tells anyway, at
- * the cost of a statement and of a notification per write to every daemon.
+ * The collections daemons cache (callers, listings): a write of theirs waits for the fence
+ * (Db.fence), so every daemon serving caches has dropped what it changed before the write
+ * resolves. The database also notes their writing transactions in `read_changes`.
  */
-const NOTED_ONLY = new Set(['sites', 'subscriptions']);
+const FENCED = new Set(['users', 'api_keys', 'subscriptions', 'sites', 'revoked_tokens']);
 
-/** Tells every daemon, once committed, that the row `id` of `collection` changed. */
-export function announceRecord(d: Db, collection: string, id: unknown): void {
-  if (NOTED_ONLY.has(collection)) return;
+/**
+ * Tells every daemon, once committed, that the row `id` of `collection` changed; for a cached
+ * collection, resolves once no daemon can still serve it unchanged (call it after the commit,
+ * or inside a transaction). A user deleted takes its subscriptions and sites with it.
+ */
+export function announceRecord(d: Db, collection: string, id: unknown): Promise<void> {
+  if (FENCED.has(collection)) {
+    const fence = d.fence(collection, id === null ? null : Number(id));
+    return collection === 'users' ? Promise.all([fence, d.fence('subscriptions', null)]).then(() => undefined) : fence;
+  }
   d.announce(JSON.stringify({ kind: 'record', collection, id: Number(id) }));
+  return Promise.resolve();
 }
 
 /** Runs a statement that changes `collection`; each row it returns is announced once committed. */
 export async function changing(d: Db, collection: string, text: string, values: unknown[]): Promise<pg.QueryResult<Row>> {
   const result = await d.query(text, values);
-  for (const row of result.rows) announceRecord(d, collection, row.id);
+  await Promise.all(result.rows.map((row) => announceRecord(d, collection, row.id)));
   return result;
 }
 

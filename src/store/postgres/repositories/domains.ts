@@ -111,7 +111,7 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
       );
       const { conflict, subscription, cleared } = rows[0];
       if (conflict !== null) throw conflictError(conflict);
-      for (const id of [...(cleared ?? []), subscription!.id]) announceRecord(db, 'subscriptions', id);
+      await Promise.all([...(cleared ?? []), subscription!.id].map((id) => announceRecord(db, 'subscriptions', id)));
       return toSubscription(subscription!);
     },
     async create(record, event) {
@@ -125,7 +125,7 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
         ...createdValues(event),
       ]);
       if (row.conflict !== null) throw conflictError(row.conflict);
-      for (const id of [...(row.cleared ?? []), row.record!.id]) announceRecord(db, 'subscriptions', id);
+      await Promise.all([...(row.cleared ?? []), row.record!.id].map((id) => announceRecord(db, 'subscriptions', id)));
       return toSubscription(row.record!);
     },
     async update(id, patch) {
@@ -138,7 +138,7 @@ export const subscriptionsRepository: RepositoryFactory<SubscriptionsRepository>
       const row = await runCreated(db, ctx, SET_STATUS_SQL, [id, status, updatedAt, ...createdValues(event)]);
       if (row.conflict === 'subscriptions.status') throw new StoreConflictError(row.conflict, `subscription ${id} is already ${status}`);
       if (row.conflict !== null) throw conflictError(row.conflict);
-      announceRecord(db, 'subscriptions', id);
+      await announceRecord(db, 'subscriptions', id);
       return toSubscription(row.record!);
     },
     async remove(id) {
@@ -256,7 +256,7 @@ export const sitesRepository: RepositoryFactory<SitesRepository> = (db, ctx) => 
       ]);
       const { conflict, site } = rows[0];
       if (conflict !== null) throw conflictError(conflict);
-      announceRecord(db, 'sites', site!.id);
+      await announceRecord(db, 'sites', site!.id);
       return toSite(site!);
     },
     async create(site, event) {
@@ -274,13 +274,13 @@ export const sitesRepository: RepositoryFactory<SitesRepository> = (db, ctx) => 
         throw new StoreConflictError(row.conflict, `subscription ${id} is ${status} and accepts no new sites`);
       }
       if (row.conflict !== null) throw conflictError(row.conflict);
-      announceRecord(db, 'sites', row.record!.id);
+      await announceRecord(db, 'sites', row.record!.id);
       return toSite(row.record!);
     },
     async delete(id, customerId, event) {
       const row = await runCreated(db, ctx, DELETE_SITE_SQL, [id, customerId, ...createdValues(event)]);
       if (row.conflict !== null) throw conflictError(row.conflict);
-      announceRecord(db, 'sites', id);
+      await announceRecord(db, 'sites', id);
       return toSite(row.record!);
     },
     async remove(id) {

@@ -37,7 +37,7 @@ export const revokedTokensRepository: RepositoryFactory<RevokedTokensRepository>
         [jti, expiresAt],
       );
       // Open streams of the token end on this, on every daemon (see daemon/auth/caller-watch.ts).
-      db.announce(JSON.stringify({ kind: 'record', collection: 'revoked_tokens', id: null }));
+      await db.fence('revoked_tokens', null);
     },
     async isRevoked(jti) {
       const { rowCount } = await db.query('SELECT 1 FROM revoked_tokens WHERE jti = $1', [jti]);
