@@ -15,7 +15,7 @@ import siteCreate from './migrations/0007-site-create.js';
 import endpointRates from './migrations/0008-endpoint-rates.js';
 import logRevisions from './migrations/0009-log-revisions.js';
 import queueNoTruncate from './migrations/0010-queue-no-truncate.js';
-import feedMembers from './migrations/0012-feed-members.js';
+import feedMembers from './migrations/0011-feed-members.js';
 
 export interface PgMigration {
   version: number;
@@ -38,7 +38,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 8, name: 'rate limits and caps across daemons', sql: endpointRates },
   { version: 9, name: 'delivery log revisions as counters', sql: logRevisions },
   { version: 10, name: 'queue tables keep their pages when vacuumed', sql: queueNoTruncate },
-  { version: 12, name: 'change feed members for the write fence', sql: feedMembers },
+  { version: 11, name: 'change feed members for the write fence', sql: feedMembers },
 ];
 
 /**
