@@ -3,8 +3,9 @@
 // repeated GET then costs a map lookup instead of querying and serialising again. Every change
 // of the collections a view is built from (from the store's change feed) drops every entry, and
 // an entry is served only once the feed is caught up (`changes.caughtUp()`: at once on the
-// embedded store; with a shared database after asking it what changed, so another daemon's
-// change committed before the request came is not missed), so nothing stale is served.
+// embedded store and on a shared database whose write fence holds; otherwise after asking the
+// database what changed), so another daemon's change answered before the request came is not
+// missed and nothing stale is served.
 // Entries are kept flat (see keptBody): the serialiser's output is a string of many small pieces,
 // which every answer would otherwise walk and encode again (for its length, then for the socket).
 import type { FastifyReply } from 'fastify';
