@@ -22,6 +22,7 @@ import {
   type Store,
   type StoreInfo,
 } from '../store.js';
+import type { LimiterRecord } from '../types.js';
 import { JsonDeliveryLog } from './delivery-log.js';
 import { realFileOps, type FileOps } from './file-ops.js';
 import { Journal, replayJournals, type JournalHost } from './journal.js';
@@ -153,6 +154,7 @@ export class JsonStore implements Store {
     const repositories = new JsonRepositories(state, (change, runOptions) => this.#run(change, runOptions), this.deliveryLog, {
       removeLogs: (ids) => this.#removeLogs(ids),
       touched: (id) => this.#touch(id),
+      putWindow: (record) => this.#putWindow(record),
     });
     Object.assign(this, repositoriesOf(repositories));
   }
@@ -265,12 +267,35 @@ export class JsonStore implements Store {
     const result = change(writer);
     if (writer.enqueued.length) this.#state.lanes.admit(writer.enqueued);
     for (const op of writer.ops) this.#soft.set(op.t === 'settings' || op.t === 'enqueue' ? `${op.t}:${this.#soft.size}` : `${op.t}:${op.k}`, op);
+    this.#armSoftFlush();
+    this.changes.publish(writer.changes);
+    return result;
+  }
+
+  /**
+   * A request window's hit (limiter.countRequest), the soft change every API request makes: what
+   * #applyNow does for a writer holding this one put, without the writer (its undo list, operation
+   * list and promise): a hit is never rolled back and publishes no change.
+   */
+  #putWindow(record: LimiterRecord): Promise<LimiterRecord> {
+    try {
+      if (this.#context?.getStore()) throw new Error('a store write inside a transaction must go through the tx repositories');
+      this.#assertOpen();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.#state.limiter.put(record);
+    this.#soft.set(`limiter:${record.key}`, { t: 'limiter', k: record.key, v: record });
+    this.#armSoftFlush();
+    return Promise.resolve(record);
+  }
+
+  /** Soft changes are held: their journal line is written within SOFT_FLUSH_MS. */
+  #armSoftFlush(): void {
     if (this.#soft.size > 0 && !this.#softTimer && !this.#closed) {
       this.#softTimer = setTimeout(() => this.#flushSoft(), SOFT_FLUSH_MS);
       this.#softTimer.unref();
     }
-    this.changes.publish(writer.changes);
-    return result;
   }
 
   /** Writes the soft changes held so far in one journal line; `durable` (flush): fsynced, and its failure answered. */

@@ -86,6 +86,11 @@ export class JsonRepositories implements Repositories {
       removeLogs(endpointIds: number[]): Promise<void>;
       /** An API key whose use was recorded in memory only. */
       touched(id: number): void;
+      /**
+       * A request window's new record, applied as a soft change with no writer (see
+       * JsonStore#putWindow); absent in a transaction, where the hit joins its writer.
+       */
+      putWindow?(record: LimiterRecord): Promise<LimiterRecord>;
     },
   ) {
     const removeWebhook = (w: Writer, id: number): WebhookRecord | undefined => {
@@ -408,17 +413,20 @@ export class JsonRepositories implements Repositories {
         }),
     };
 
-    /** One hit of `key`'s window at `now`: a window (or lock) that ended starts afresh. */
-    const countHit = (w: Writer, key: string, windowMs: number, now: number, durable: boolean) => {
+    /** `key`'s window after one hit at `now`: a window (or lock) that ended starts afresh. */
+    const afterHit = (key: string, windowMs: number, now: number): LimiterRecord => {
       const previous = state.limiter.get(key);
       const ended = !previous || now >= previous.window_start + windowMs || (previous.locked_until !== 0 && previous.locked_until <= now);
-      const record: LimiterRecord = ended ? { key, count: 1, window_start: now, locked_until: 0 } : { ...previous, count: previous.count + 1 };
-      return w.put('limiter', record, durable);
+      return ended ? { key, count: 1, window_start: now, locked_until: 0 } : { ...previous, count: previous.count + 1 };
     };
+    const { putWindow } = hooks;
     this.limiter = {
-      hit: (key, windowMs, now) => run((w) => countHit(w, key, windowMs, now, true)),
+      hit: (key, windowMs, now) => run((w) => w.put('limiter', afterHit(key, windowMs, now))),
       // Applied in memory at once and written with the store's soft changes (a second at most).
-      countRequest: (key, windowMs, now) => run((w) => countHit(w, key, windowMs, now, false), { durable: false }),
+      // Every API request makes one, so outside a transaction it skips the writer.
+      countRequest: putWindow
+        ? (key, windowMs, now) => putWindow(afterHit(key, windowMs, now))
+        : (key, windowMs, now) => run((w) => w.put('limiter', afterHit(key, windowMs, now), false), { durable: false }),
       release: (key) =>
         run((w) => {
           const current = state.limiter.get(key);
