@@ -73,6 +73,23 @@ describe('JSON store files', () => {
     await reopened.close();
   });
 
+  it('replays request windows hit and pruned within one soft line as they were last (a prune and a new window of one key in order)', async () => {
+    const paths = await tempLayout();
+    const store = await JsonStore.open(paths, { create: true });
+    for (let i = 0; i < 3; i++) await store.limiter.countRequest('rl:user:1', 60_000, 1_000);
+    await store.limiter.countRequest('rl:user:2', 60_000, 1_000);
+    // Both windows ended: pruned (a soft delete), then user 1 starts a new window, all before the line is written.
+    await store.limiter.prune(70_000, 60_000);
+    expect(await store.limiter.countRequest('rl:user:1', 60_000, 70_000)).toMatchObject({ count: 1, window_start: 70_000 });
+    // A durable write takes the soft changes along in the line before its own.
+    await store.settings.update({ login_max_attempts: 3 });
+    // No close (which would write a snapshot of memory): the journal's lines are what is replayed.
+    const reopened = await JsonStore.open(paths);
+    expect(await reopened.limiter.get('rl:user:1')).toMatchObject({ count: 1, window_start: 70_000 });
+    expect(await reopened.limiter.get('rl:user:2')).toBeUndefined();
+    await reopened.close();
+  });
+
   it('cuts off a torn last journal line with a warning and keeps everything before it', async () => {
     const paths = await tempLayout();
     const store = await JsonStore.open(paths, { create: true });

@@ -127,6 +127,12 @@ export class JsonStore implements Store {
   readonly #touched = new Set<number>();
   /** Soft changes waiting for their journal line (see #applyNow), by record. */
   readonly #soft = new Map<string, Op>();
+  /**
+   * Soft changes of request windows (limiter records), by the window's key: apart from #soft so
+   * that a hit, which every API request makes, is held under the limiter's own key string (whose
+   * hash is kept with it) instead of a key string made for each hit.
+   */
+  readonly #softWindows = new Map<string, Op>();
   #softTimer: NodeJS.Timeout | null = null;
   /** A soft line was written without fsync since the last flush. */
   #softUnsynced = false;
@@ -266,7 +272,10 @@ export class JsonStore implements Store {
     const writer = new Writer(this.#state);
     const result = change(writer);
     if (writer.enqueued.length) this.#state.lanes.admit(writer.enqueued);
-    for (const op of writer.ops) this.#soft.set(op.t === 'settings' || op.t === 'enqueue' ? `${op.t}:${this.#soft.size}` : `${op.t}:${op.k}`, op);
+    for (const op of writer.ops) {
+      if (op.t === 'limiter') this.#softWindows.set(op.k as string, op);
+      else this.#soft.set(op.t === 'settings' || op.t === 'enqueue' ? `${op.t}:${this.#soft.size}` : `${op.t}:${op.k}`, op);
+    }
     this.#armSoftFlush();
     this.changes.publish(writer.changes);
     return result;
@@ -285,14 +294,14 @@ export class JsonStore implements Store {
       return Promise.reject(error);
     }
     this.#state.limiter.put(record);
-    this.#soft.set(`limiter:${record.key}`, { t: 'limiter', k: record.key, v: record });
+    this.#softWindows.set(record.key, { t: 'limiter', k: record.key, v: record });
     this.#armSoftFlush();
     return Promise.resolve(record);
   }
 
   /** Soft changes are held: their journal line is written within SOFT_FLUSH_MS. */
   #armSoftFlush(): void {
-    if (this.#soft.size > 0 && !this.#softTimer && !this.#closed) {
+    if (this.#soft.size + this.#softWindows.size > 0 && !this.#softTimer && !this.#closed) {
       this.#softTimer = setTimeout(() => this.#flushSoft(), SOFT_FLUSH_MS);
       this.#softTimer.unref();
     }
@@ -303,9 +312,10 @@ export class JsonStore implements Store {
     if (this.#softTimer) clearTimeout(this.#softTimer);
     this.#softTimer = null;
     // A durable flush also fsyncs the soft lines written before it (an empty line does).
-    if ((this.#soft.size === 0 && !(durable && this.#softUnsynced)) || this.#failing) return Promise.resolve();
-    const ops = [...this.#soft.values()];
+    if ((this.#soft.size + this.#softWindows.size === 0 && !(durable && this.#softUnsynced)) || this.#failing) return Promise.resolve();
+    const ops = [...this.#soft.values(), ...this.#softWindows.values()];
     this.#soft.clear();
+    this.#softWindows.clear();
     this.#softUnsynced = !durable;
     const written = this.#journal.append(ops, durable);
     written.catch(() => undefined);
