@@ -1,10 +1,51 @@
 // The small pure parts of issue 19's hardening: query redaction, limits from the environment,
 // and what counts as a panelctl daemon's command line.
+import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, limitsFromEnv } from '../../src/daemon/limits.js';
 import { isDaemonCommand } from '../../src/daemon/lock.js';
-import { nulPath } from '../../src/daemon/plugins/validation.js';
+import { presentedCredential } from '../../src/daemon/plugins/auth.js';
+import { nulPath, validatorCompiler } from '../../src/daemon/plugins/validation.js';
 import { redactQuery } from '../../src/daemon/request-logger.js';
+
+describe('presentedCredential', () => {
+  const read = (authorization: string) => {
+    try {
+      return presentedCredential({ headers: { authorization } } as unknown as FastifyRequest);
+    } catch (error) {
+      return `refused: ${(error as Error).message}`;
+    }
+  };
+  it('reads "Bearer <credential>" in every spelling the header rule allows, and refuses the rest', () => {
+    const key = `ncp_${'ab'.repeat(32)}`;
+    expect(read(`Bearer ${key}`)).toBe(key);
+    expect(read('Bearer a.b-c_d~e+f/g=')).toBe('a.b-c_d~e+f/g=');
+    expect(read(`bearer ${key}`)).toBe(key);
+    expect(read(`Bearer  ${key}`)).toBe(key);
+    expect(read(`Bearer\t${key}`)).toBe(key);
+    expect(read(`Bearer ${key} `)).toBe(key);
+    expect(read('Bearer clé')).toBe('clé');
+    for (const header of ['Bearer ', 'Bearer', `Bearer ${key} x`, `Bearer ${key}\u00a0x`, 'Basic YWRtaW46eA==', `Token ${key}`]) {
+      expect(read(header)).toMatch(/^refused: authentication required: the Authorization header must be "Bearer <token>"$/);
+    }
+  });
+});
+
+describe('validatorCompiler', () => {
+  const compile = (schema: object, httpPart = 'querystring') => validatorCompiler({ schema, httpPart } as Parameters<typeof validatorCompiler>[0]) as (data: unknown) => boolean;
+  it('passes an empty query without its validator only when the schema passes it unchanged', () => {
+    const optional = compile({ type: 'object', properties: { limit: { type: 'integer' } }, additionalProperties: false });
+    expect(optional({})).toBe(true);
+    expect(optional({ limit: 'x' })).toBe(false);
+    expect(optional({})).toBe(true);
+    const required = compile({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });
+    expect(required({})).toBe(false);
+    const defaults = compile({ type: 'object', properties: { limit: { type: 'integer', default: 10 } } });
+    const query: Record<string, unknown> = {};
+    expect(defaults(query)).toBe(true);
+    expect(query).toEqual({ limit: 10 });
+  });
+});
 
 describe('redactQuery', () => {
   it.each([

@@ -24,11 +24,29 @@ export function routeOf(request: FastifyRequest): RouteInfo {
   return request.routeInfo;
 }
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const BEARER_PREFIX = 'Bearer ';
+
+/**
+ * Whether `header` past the prefix is all visible ASCII (so one credential with no whitespace),
+ * which is what BEARER's capture is for such a header.
+ */
+function plainCredentialAfterPrefix(header: string): boolean {
+  if (header.length <= BEARER_PREFIX.length) return false;
+  for (let i = BEARER_PREFIX.length; i < header.length; i++) {
+    const code = header.charCodeAt(i);
+    if (code <= 0x20 || code >= 0x7f) return false;
+  }
+  return true;
+}
+
 /** Extracts the presented credential, or null when none was sent. */
 export function presentedCredential(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.length > 0) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    // Every API request sends one: the usual spelling is read without the expression.
+    if (header.startsWith(BEARER_PREFIX) && plainCredentialAfterPrefix(header)) return header.slice(BEARER_PREFIX.length);
+    const match = BEARER.exec(header);
     if (!match) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the Authorization header must be "Bearer <token>"');
     return match[1];
   }
