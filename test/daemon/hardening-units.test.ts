@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, limitsFromEnv } from '../../src/daemon/limits.js';
 import { isDaemonCommand } from '../../src/daemon/lock.js';
 import { presentedCredential } from '../../src/daemon/plugins/auth.js';
-import { nulPath, validatorCompiler } from '../../src/daemon/plugins/validation.js';
+import { nulPath } from '../../src/daemon/plugins/validation.js';
 import { redactQuery } from '../../src/daemon/request-logger.js';
 
 describe('presentedCredential', () => {
@@ -28,22 +28,6 @@ describe('presentedCredential', () => {
     for (const header of ['Bearer ', 'Bearer', `Bearer ${key} x`, `Bearer ${key}\u00a0x`, 'Basic YWRtaW46eA==', `Token ${key}`]) {
       expect(read(header)).toMatch(/^refused: authentication required: the Authorization header must be "Bearer <token>"$/);
     }
-  });
-});
-
-describe('validatorCompiler', () => {
-  const compile = (schema: object, httpPart = 'querystring') => validatorCompiler({ schema, httpPart } as Parameters<typeof validatorCompiler>[0]) as (data: unknown) => boolean;
-  it('passes an empty query without its validator only when the schema passes it unchanged', () => {
-    const optional = compile({ type: 'object', properties: { limit: { type: 'integer' } }, additionalProperties: false });
-    expect(optional({})).toBe(true);
-    expect(optional({ limit: 'x' })).toBe(false);
-    expect(optional({})).toBe(true);
-    const required = compile({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });
-    expect(required({})).toBe(false);
-    const defaults = compile({ type: 'object', properties: { limit: { type: 'integer', default: 10 } } });
-    const query: Record<string, unknown> = {};
-    expect(defaults(query)).toBe(true);
-    expect(query).toEqual({ limit: 10 });
   });
 });
 

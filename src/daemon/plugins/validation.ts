@@ -83,18 +83,8 @@ function compileValidator(schema: unknown, httpPart: string | undefined): Valida
  */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   let compiled: Validator | null = null;
-  /** Whether an empty query or path passes unchanged (nothing required, no defaults to fill in). */
-  let emptyPasses = false;
   const check: Validator = (data, context) => {
-    if (compiled === null) {
-      compiled = compileValidator(schema, httpPart);
-      emptyPasses = (httpPart === 'querystring' || httpPart === 'params') && passesEmpty(compiled);
-    }
-    // A list polled with no query is the commonest request: its empty query is not walked.
-    if (emptyPasses && isEmpty(data)) {
-      check.errors = null;
-      return true;
-    }
+    compiled ??= compileValidator(schema, httpPart);
     const valid = compiled(data, context);
     check.errors = compiled.errors;
     return valid;
@@ -104,19 +94,6 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   check.schemaEnv = true;
   return check;
 };
-
-/** Whether `validate` accepts an empty object and leaves it empty (defaults would be written into it). */
-function passesEmpty(validate: Validator): boolean {
-  const probe: Record<string, unknown> = {};
-  return validate(probe) === true && isEmpty(probe);
-}
-
-/** An object with no own enumerable property (a query string or path without parameters). */
-function isEmpty(data: unknown): boolean {
-  if (data === null || typeof data !== 'object') return false;
-  for (const key in data) if (Object.hasOwn(data, key)) return false;
-  return true;
-}
 
 /** Rules whose failure means the request was malformed (400) rather than well-formed but invalid (422). */
 const MALFORMED_RULES = new Set(['required', 'type', 'additionalProperties', 'dependentRequired', 'decimal']);
