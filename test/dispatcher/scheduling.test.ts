@@ -23,6 +23,33 @@ afterEach(async () => {
 });
 
 describe('the dispatcher in-process', () => {
+  it('hands back, rather than sends, what a claim answered after its leases ran out: each delivery goes once', async () => {
+    // The loop is idle until the publish; its first claim then answers only after the clock has
+    // moved a whole lease on (a statement held up that long): the leases it took have ended, and
+    // the next claim may take the same deliveries again.
+    const h = await start({ idle: true });
+    const owner = await h.user();
+    const hook = await h.endpoint(owner);
+    const claim = h.store.outbox.claim.bind(h.store.outbox);
+    let claims = 0;
+    h.store.outbox.claim = async (options) => {
+      const answer = await claim(options);
+      if (options.ids === undefined && ++claims === 1) h.advance(60_000);
+      return answer;
+    };
+    await h.publish(owner, { site_id: 1, domain: 's1.example' });
+    await h.publish(owner, { site_id: 2, domain: 's2.example' });
+    h.dispatcher.start();
+    await vi.waitFor(() => expect(h.sender.to(hook.url)).toHaveLength(2), WAIT);
+    await vi.waitFor(async () => expect(await h.pending()).toBe(0), WAIT);
+    // Both recorded, and nothing more claimed or sent after that.
+    const sent = h.sender.to(hook.url).map((r) => r.deliveryId);
+    expect(new Set(sent).size).toBe(2);
+    const from = claims;
+    await vi.waitFor(() => expect(claims).toBeGreaterThanOrEqual(from + 2), WAIT);
+    expect(h.sender.to(hook.url)).toHaveLength(2);
+  });
+
   it('retries a failed delivery once, the retry delay after the failure, with the same delivery id, and never a third time', async () => {
     const h = await start();
     let claims = 0;

@@ -180,11 +180,8 @@ export class Claimer<B extends BatchRead> {
       const handingBack = this.#o.handingBack();
       if (handingBack) await handingBack;
       if (this.#state !== 'running') return;
-      const claimed = await store.outbox.claim({
-        ...this.#claimOptions(shape.limit, shape.perEndpoint),
-        skipEndpoints: shape.skipEndpoints,
-        skipOwners: shape.skipOwners,
-      });
+      const options = this.#claimOptions(shape.limit, shape.perEndpoint);
+      const claimed = await store.outbox.claim({ ...options, skipEndpoints: shape.skipEndpoints, skipOwners: shape.skipOwners });
       if (this.#state !== 'running') return this.#o.handBack(claimed);
       if (claimed.length === 0) {
         scheduler.foundNothing(shape);
@@ -199,7 +196,10 @@ export class Claimer<B extends BatchRead> {
         await read.endpoints.catch(() => undefined);
         if (this.#state !== 'running') return this.#o.handBack(claimed);
       }
-      const excess = scheduler.hold(claimed, read, this.#o.clock());
+      // Held since the claim's `now`, where their leases began, not since its answer came: a
+      // claim answered late (a slow statement, a moved clock) may hold leases half gone or ended,
+      // which launchReady hands back instead of starting while another claim may take them.
+      const excess = scheduler.hold(claimed, read, options.now);
       if (excess.length > 0) {
         // Given back before the next claim: still leased then, the excess would be stepped over
         // and a newer delivery of its endpoint claimed and sent before it.
