@@ -17,7 +17,7 @@ const ON_POSTGRES = ['test/identity/**/*.test.ts', 'test/dispatcher/**/*.test.ts
  * started last: vitest orders files by the durations of the last run, and on a fresh clone,
  * which has none, by size, where these small files would come late.
  */
-const LONG_WAITS = ['two-daemons-rate', 'two-daemons', 'postgres-faults', 'retry-schedules', 'crash-events', 'crash-loop', 'reads-across-daemons'];
+const LONG_WAITS = ['two-daemons-rate', 'postgres-faults', 'write-fence', 'two-daemons', 'retry-schedules', 'pause-daemon', 'reads-across-daemons', 'crash-events', 'crash-loop'];
 
 class LongWaitsFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
