@@ -3,6 +3,12 @@
 import { afterAll, afterEach, beforeEach } from 'vitest';
 import { enterTest, killTracked } from './processes.js';
 
+// The daemons and CLIs the tests start trust what each test gives them (the daemon's own
+// certificate, a receivers' CA passed as NODE_EXTRA_CA_CERTS in their env), not a CA bundle the
+// machine's environment names: nothing here talks to a public host, and a whole system bundle
+// there would cost every daemon and CLI start its parsing.
+delete process.env.NODE_EXTRA_CA_CERTS;
+
 beforeEach(() => enterTest(true));
 afterEach(async (context) => {
   enterTest(false);
