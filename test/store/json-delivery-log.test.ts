@@ -113,6 +113,29 @@ describe('JSON delivery logs in memory', () => {
     expect(answers.sort()).toEqual(['health', 'list']);
   });
 
+  it('does not show an entry whose line could not be written (a full disk), in the log or its health', async () => {
+    let full = false;
+    const ops: FileOps = {
+      ...realFileOps,
+      write: async (handle, data, position) => {
+        if (full) throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+        return realFileOps.write(handle, data, position);
+      },
+    };
+    const log = await JsonDeliveryLog.open(await tempDir(), idHost(), ops);
+    await log.append([entry(1, 1)]);
+    expect(await log.list(1)).toHaveLength(1); // read once: the log is in memory from here on
+    const before = (await log.health([1])).get(1);
+    full = true;
+    await expect(log.append([entry(1, 3)])).rejects.toThrow();
+    expect((await log.list(1)).map((e) => e.id)).toEqual([1]);
+    expect((await log.health([1])).get(1)).toEqual(before);
+    // Room again: the next entry is kept after the first, in the file and in memory.
+    full = false;
+    await log.append([entry(1, 4)]);
+    expect((await log.list(1)).map((e) => e.id)).toEqual([3, 1]);
+  });
+
   it('keeps the parsed logs within the byte budget, and serves every log whole', async () => {
     const dir = await tempDir();
     const host = idHost();

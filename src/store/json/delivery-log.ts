@@ -187,6 +187,10 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     this.#touch(endpointId, log);
     const line = JSON.stringify(full);
     const written = log.append(line);
+    // A line that could not be written is not in the file (the append log cuts a torn one off):
+    // what memory holds of this log is dropped and read again from the file when next asked for,
+    // before a read waiting for this write answers (see #written).
+    written.catch(() => this.#forget(endpointId));
     this.#versions.set(endpointId, (this.#versions.get(endpointId) ?? 0) + 1);
     this.#health.get(endpointId)?.add(full);
     const cached = this.#cache.get(endpointId);
@@ -321,6 +325,18 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
       this.#cachedBytes += log.bytes;
       this.#evict(endpointId);
       return log;
+    }
+  }
+
+  /** Forgets what memory holds of an endpoint's log (its entries, health and line count): the file is read again. */
+  #forget(endpointId: number): void {
+    this.#versions.set(endpointId, (this.#versions.get(endpointId) ?? 0) + 1);
+    this.#lineCounts.delete(endpointId);
+    this.#health.delete(endpointId);
+    const cached = this.#cache.get(endpointId);
+    if (cached) {
+      this.#cache.delete(endpointId);
+      this.#cachedBytes -= cached.bytes;
     }
   }
 
