@@ -357,13 +357,7 @@ export class JsonDeliveryLog implements DeliveryLogRepository {
     await this.#logs.get(endpointId)?.close();
     this.#logs.delete(endpointId);
     this.#recent.delete(endpointId);
-    this.#lineCounts.delete(endpointId);
-    this.#health.delete(endpointId);
-    const cached = this.#cache.get(endpointId);
-    if (cached) {
-      this.#cache.delete(endpointId);
-      this.#cachedBytes -= cached.bytes;
-    }
+    this.#forget(endpointId);
     await rm(this.#path(endpointId), { force: true });
     await rm(this.#oldPath(endpointId), { force: true });
   }
