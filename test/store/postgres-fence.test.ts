@@ -1,7 +1,6 @@
 // The write fence of a PostgreSQL store, seen from one writer with a stand-in member: a raw
 // connection that announces a lease as a feed does and acknowledges (or does not) the writer's
-// fence notices. The protocol is in docs/decisions/postgres.md ("Cached reads across daemons: the
-// write fence"); real daemons are in test/sources/write-fence.test.ts.
+// fence notices. The protocol is in docs/decisions/write-fence.md; real daemons are in test/sources/write-fence.test.ts.
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';

@@ -8,8 +8,7 @@
 // serves caches (the first `caughtUp()` makes it a member) holds the write fence: it keeps a lease
 // in `feed_members` and, while the lease holds locally, answers `caughtUp()` at once; every store
 // writing a cached collection waits, after commit, until each live member has acknowledged the
-// write's notice or its lease has run out (docs/decisions/postgres.md, "Cached reads across
-// daemons: the write fence").
+// write's notice or its lease has run out (docs/decisions/write-fence.md).
 // Without a valid lease `caughtUp()` asks the database (one statement on this connection, shared
 // by every request that came while the last one was out) which cached collections changed since
 // its last snapshot, and publishes those first.

@@ -1,5 +1,5 @@
 // The daemons that serve cached reads without asking the database (the write fence, see
-// PgChangeFeed and docs/decisions/postgres.md, "The write fence"): one row per member, its lease
+// PgChangeFeed and docs/decisions/write-fence.md): one row per member, its lease
 // in the database clock's epoch ms, renewed on its LISTEN connection. A writer that starts finds
 // the members already there; rows of members gone without leaving are dropped by the store's housekeeping.
 //
