@@ -5,7 +5,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForExit } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, entries, publish, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
+import { customer, endpoint, entries, publish, SHORT_LEASE_MS, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
 
 describe.concurrent('deliveries across daemon restarts', () => {
   let tls: ReceiverTls;
@@ -19,14 +19,15 @@ describe.concurrent('deliveries across daemon restarts', () => {
     await tls?.dispose();
   });
 
-  async function setUp(): Promise<{ world: World; hook: Receiver }> {
-    const [world, hook] = await Promise.all([startWorld(tls), startReceiver(tls)]);
+  /** `leaseMs`: a short lease for the SIGKILL tests, whose attempts are instant or end with the kill. */
+  async function setUp(leaseMs?: number): Promise<{ world: World; hook: Receiver }> {
+    const [world, hook] = await Promise.all([startWorld(tls, { leaseMs }), startReceiver(tls)]);
     cleanup.push(() => hook.close(), () => world.daemon.dispose());
     return { world, hook };
   }
 
   it('makes a retry pending at SIGKILL after the restart, with the same delivery id', { timeout: 60_000 }, async () => {
-    const { world, hook } = await setUp();
+    const { world, hook } = await setUp(SHORT_LEASE_MS);
     hook.handle((_request, index) => (index === 0 ? { status: 500, body: 'down' } : {}));
     const { id: ownerId, token } = await customer(world);
     const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });
@@ -53,7 +54,7 @@ describe.concurrent('deliveries across daemon restarts', () => {
   });
 
   it('makes an attempt cut off by SIGKILL again after the restart', { timeout: 60_000 }, async () => {
-    const { world, hook } = await setUp();
+    const { world, hook } = await setUp(SHORT_LEASE_MS);
     hook.handle((_request, index) => (index === 0 ? { delayMs: 60_000 } : {}));
     const { id: ownerId, token } = await customer(world);
     const id = await endpoint(world, token, { url: hook.url, events: 'site.created' });

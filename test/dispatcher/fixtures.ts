@@ -12,6 +12,15 @@ import type { ReceiverTls } from '../helpers/receiver.js';
 
 export type World = LoggedIn;
 
+/**
+ * A claim lease for tests that SIGKILL a daemon and restart it, and whose attempts take well
+ * under a second (or hang until the kill): on PostgreSQL the restarted daemon (a new lease owner)
+ * makes what the killed one held only once those leases end, so such a test waits out a lease.
+ * The postgres project's default (12 s) is sized for attempts that run to the 10 s timeout; a
+ * lease must outlast the longest attempt it covers.
+ */
+export const SHORT_LEASE_MS = 3_000;
+
 /** The in-process app as a world: `daemon` answers requests as a daemon's does. */
 export interface AppWorld {
   daemon: TestApp;
@@ -26,13 +35,13 @@ export interface AnyWorld {
   app?: TestApp;
 }
 
-export async function startWorld(tls: ReceiverTls, options: { allowPrivate?: boolean; dataDir?: string } = {}): Promise<World> {
+export async function startWorld(tls: ReceiverTls, options: { allowPrivate?: boolean; dataDir?: string; leaseMs?: number } = {}): Promise<World> {
   // These tests make many requests and sign in many customers: request-rate limits (variant A)
   // would answer 429 and hide what is being tested. Login failure lockout stays on.
   return startLoggedIn({
     dataDir: options.dataDir,
     args: options.allowPrivate === false ? [] : ['--allow-private-webhooks'],
-    env: { NODE_EXTRA_CA_CERTS: tls.caFile },
+    env: { NODE_EXTRA_CA_CERTS: tls.caFile, ...(options.leaseMs ? { PANELCTL_CLAIM_LEASE_MS: String(options.leaseMs) } : {}) },
     settings: { rate_limit_mode: 'lockout' },
   });
 }

@@ -4,7 +4,7 @@
 // endpoint.disabled (the app in-process: no process is involved in that).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, endpoint, publish, startAppWorld, startWorld, waitForEntries, type World } from './fixtures.js';
+import { customer, endpoint, publish, SHORT_LEASE_MS, startAppWorld, startWorld, waitForEntries, type World } from './fixtures.js';
 
 describe.concurrent('pause and operational events through the daemon', () => {
   let tls: ReceiverTls;
@@ -25,7 +25,7 @@ describe.concurrent('pause and operational events through the daemon', () => {
   }
 
   async function setUp(): Promise<World> {
-    const world = await startWorld(tls);
+    const world = await startWorld(tls, { leaseMs: SHORT_LEASE_MS });
     cleanup.push(() => world.daemon.dispose());
     return world;
   }

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startDispatcherHarness, type DispatcherHarness } from '../helpers/dispatcher-harness.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
-import { customer, publish, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
+import { customer, publish, SHORT_LEASE_MS, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
 
 const WAIT = { timeout: 20_000, interval: 10 };
 
@@ -108,7 +108,7 @@ describe('a retry schedule across a SIGKILL', () => {
   });
 
   it('makes the rest of a [1, 1, 2] schedule after a kill -9 between attempts, and shows the next attempt in health', { timeout: 90_000 }, async () => {
-    const [world, hook]: [World, Receiver] = await Promise.all([startWorld(tls), startReceiver(tls)]);
+    const [world, hook]: [World, Receiver] = await Promise.all([startWorld(tls, { leaseMs: SHORT_LEASE_MS }), startReceiver(tls)]);
     cleanup.push(() => hook.close(), () => world.daemon.dispose());
     hook.handle(() => ({ status: 500, body: 'down' }));
     const { id: ownerId, token } = await customer(world);
