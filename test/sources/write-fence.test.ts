@@ -177,17 +177,27 @@ describe.skipIf(!adminUrl)('the write fence of two daemons of one PostgreSQL dat
 
   it('neither holds a write nor serves a stale read when the LISTEN connections are cut under it', async () => {
     const [writer, reader] = daemons;
-    for (let i = 0; i < 8; i++) {
+    const cut = () => sql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'panelctl-listen' AND datname = current_database()");
+    // Each round waits out a lease (a cut member acknowledges nothing), so each puts several
+    // writes, on both daemons, at different points of the cut: sent with it (cut before, during
+    // or after their commit and notice, turn about which goes first) and sent once it is done
+    // (while the connections are down or being made again).
+    for (let i = 0; i < 3; i++) {
       await domainsOn(reader);
       await domainsOn(writer);
-      // Cut while the write is on its way: before, during or after its commit and its notice.
-      const [site] = await Promise.all([
-        createOn(i % 2 === 0 ? writer : reader),
-        sql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'panelctl-listen' AND datname = current_database()"),
-      ]);
-      expect(site.ms).toBeLessThan(FENCE_LEASE_MS + 2_500);
-      expect(await domainsOn(reader)).toContain(site.domain);
-      expect(await domainsOn(writer)).toContain(site.domain);
+      const first = i % 2 === 0 ? writer : reader;
+      const second = first === writer ? reader : writer;
+      const cutFirst = i === 1 ? cut() : undefined;
+      const withCut = [createOn(first), createOn(second)];
+      const done = cutFirst ?? cut();
+      const afterCut = done.then(() => [createOn(second), createOn(first)]);
+      const sites = await Promise.all([...withCut, ...(await afterCut)]);
+      for (const site of sites) expect(site.ms).toBeLessThan(FENCE_LEASE_MS + 2_500);
+      const [onReader, onWriter] = [await domainsOn(reader), await domainsOn(writer)];
+      for (const site of sites) {
+        expect(onReader).toContain(site.domain);
+        expect(onWriter).toContain(site.domain);
+      }
     }
     // Both reconnect, rejoin, and writes are fenced again.
     await expect.poll(() => Promise.all(daemons.map(leased)).then((n) => Math.min(...n)), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
