@@ -12,12 +12,19 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const ON_POSTGRES = ['test/identity/**/*.test.ts', 'test/dispatcher/**/*.test.ts'];
 
 /**
+ * Files about two daemons of one PostgreSQL database (each makes its own database, whatever the
+ * project): they run once, in the postgres project, whose two workers would otherwise be done
+ * long before the json project's four. The two-daemon rate test spends a minute waiting.
+ */
+const POSTGRES_ONLY = ['test/dispatcher/two-daemons-rate.test.ts', 'test/sources/reads-across-daemons.test.ts'];
+
+/**
  * Files that spend a minute or so waiting (a rate over a minute, leases running out, crashes and
  * restarts), longest first. They start before the rest, so a run never ends waiting for one that
  * started last: vitest orders files by the durations of the last run, and on a fresh clone,
  * which has none, by size, where these small files would come late.
  */
-const LONG_WAITS = ['two-daemons-rate', 'postgres-faults', 'write-fence', 'two-daemons', 'retry-schedules', 'pause-daemon', 'reads-across-daemons', 'crash-events', 'crash-loop'];
+const LONG_WAITS = ['two-daemons-rate', 'postgres-faults', 'reads-across-daemons', 'two-daemons', 'write-fence', 'crash-events', 'crash-loop'];
 
 class LongWaitsFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -73,15 +80,15 @@ export default defineConfig({
     // PostgreSQL files share the machine with the JSON ones from the start instead of queueing
     // behind the last of them.
     projects: [
-      { extends: true, test: { name: 'json', include: ['test/**/*.test.ts', 'test/**/*.test.tsx'] } },
+      { extends: true, test: { name: 'json', include: ['test/**/*.test.ts', 'test/**/*.test.tsx'], exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**', ...POSTGRES_ONLY] } },
       {
         extends: true,
         test: {
           name: 'postgres',
-          include: ON_POSTGRES,
+          include: [...ON_POSTGRES, ...POSTGRES_ONLY],
           pool: 'threads',
-          // The two-daemon tests are PostgreSQL's own; they run once, in the json project.
-          exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**', 'test/dispatcher/two-daemons.test.ts', 'test/dispatcher/two-daemons-rate.test.ts'],
+          // The other two-daemon tests are PostgreSQL's own too; they run once, in the json project.
+          exclude: ['test/bench/**', 'test/soak/**', 'node_modules/**', 'test/dispatcher/two-daemons.test.ts'],
           // Leases a little over an attempt's 10 s: a daemon restarted in a test makes what the
           // killed one held without waiting the default minute.
           env: { PANELCTL_STORE_CHECKS: '1', PANELCTL_TEST_STORE: 'postgres', PANELCTL_CLAIM_LEASE_MS: '12000' },
