@@ -16,6 +16,7 @@ import { openStore } from '../../src/store/factory.js';
 import type { Store } from '../../src/store/store.js';
 import type { Role } from '../../src/store/types.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, markInitialised, testDatabaseFor, type HttpResult, type RequestOptions } from './daemon.js';
+import { quickPasswordHash } from './passwords.js';
 
 /** The app's clock: real time plus an offset the test moves (time keeps flowing in between). */
 export interface TestClock {
@@ -64,6 +65,13 @@ export interface TestAppOptions {
   reopen?: { dir: string; databaseUrl?: string; jwtSecret: Uint8Array };
   /** Keep the app's log lines at warn level and above (JSON, as a daemon writes them): see output(). */
   log?: boolean;
+  /**
+   * Hash the first admin's password, and addUser's, at the daemon's cost. By default they are
+   * stored as quickPasswordHash makes them (as the daemons' template admin is): login verifies
+   * the parameters stored with a hash, the same check at a sixteenth of the CPU. For tests that
+   * time a login.
+   */
+  daemonPasswordCost?: boolean;
 }
 
 export interface TestUser {
@@ -109,6 +117,15 @@ export interface TestApp {
   output(): string;
 }
 
+let recordShape: ReturnType<typeof newUserRecord> | undefined;
+
+/** newUserRecord with the password stored as quickPasswordHash makes it (the rest as newUserRecord makes it). */
+const quickUserRecord: typeof newUserRecord = async (fields, now) => {
+  recordShape ??= newUserRecord({ email: 'shape@localhost', name: 'shape', role: 'customer', password: 'shape-password-1' }, now);
+  const { email, name, role, password } = fields;
+  return { ...(await recordShape), email: email.trim().toLowerCase(), name, role, password_hash: quickPasswordHash(password), created_at: now, updated_at: now };
+};
+
 /**
  * @example
  * const t = await buildTestApp({ settings: RELAXED });
@@ -118,6 +135,7 @@ export interface TestApp {
  */
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock ?? testClock();
+  const userRecord = options.daemonPasswordCost ? newUserRecord : quickUserRecord;
   const dir = options.reopen?.dir ?? (await mkdtemp(join(tmpdir(), 'panelctl-app-')));
   const databaseUrl = options.reopen ? options.reopen.databaseUrl : (options.databaseUrl ?? (await testDatabaseFor(dir)));
   const store = await openStore({ dataDir: dir, databaseUrl, create: !options.reopen });
@@ -128,7 +146,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     const secret = databaseUrl ? (await store.sharedSecret('jwt', newJwtSecret))! : newJwtSecret();
     jwtSecret = new TextEncoder().encode(secret);
     const now = new Date(clock.now()).toISOString();
-    adminId = (await store.users.insert(await newUserRecord({ email: ADMIN_EMAIL, name: 'Administrator', role: 'admin', password: ADMIN_PASSWORD }, now))).id;
+    adminId = (await store.users.insert(await userRecord({ email: ADMIN_EMAIL, name: 'Administrator', role: 'admin', password: ADMIN_PASSWORD }, now))).id;
     // A daemon started on this database later (restart tests) must not initialise it again.
     if (databaseUrl) markInitialised(databaseUrl);
   }
@@ -186,7 +204,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       return result.body.data.token as string;
     },
     async addUser(email, role, password = `${role}-password-1`) {
-      const user = await store.users.insert(await newUserRecord({ email, name: email.split('@')[0], role, password }, new Date(clock.now()).toISOString()));
+      const user = await store.users.insert(await userRecord({ email, name: email.split('@')[0], role, password }, new Date(clock.now()).toISOString()));
       return { id: user.id, email, password, token: await app.tokens.issue(user.id, role, 3600) };
     },
     async addApiKey(token, name, expiresAt) {

@@ -14,7 +14,8 @@ describe('login, JWTs and users', () => {
   let secret: Uint8Array;
 
   beforeAll(async () => {
-    api = await buildTestApp({ settings: RELAXED });
+    // The admin's hash at the daemon's cost: a login is timed against an unknown email's below.
+    api = await buildTestApp({ settings: RELAXED, daemonPasswordCost: true });
     admin = await api.login();
     secret = api.jwtSecret;
   });
