@@ -1,7 +1,7 @@
 // Two daemons on one PostgreSQL database (a copy of the run's migrated one), with a receiver
 // they trust, for the two-daemon test files.
-import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { createMigratedDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { ADMIN_PASSWORD, createDatabaseWithAdmin, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { pgAdminUrl } from '../helpers/postgres-db.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 /**
@@ -27,7 +27,7 @@ export interface TwoDaemons {
 export async function startTwoDaemons(prefix: string): Promise<TwoDaemons> {
   const tls = await makeReceiverTls();
   const receiver = await startReceiver(tls);
-  const databaseUrl = await createMigratedDatabase(pgAdminUrl().url!, prefix);
+  const databaseUrl = await createDatabaseWithAdmin(pgAdminUrl().url!, prefix);
   const dirs = [await makeDataDir(), await makeDataDir()];
   await initDataDir(dirs[0], ADMIN_PASSWORD, databaseUrl);
   const env = { NODE_EXTRA_CA_CERTS: tls.caFile, PANELCTL_CLAIM_LEASE_MS: String(LEASE_MS) };

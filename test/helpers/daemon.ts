@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
 import { BIN, runCli } from './cli.js';
-import { createMigratedDatabase, pgAdminUrl } from './postgres-db.js';
+import { createDatabase, createMigratedDatabase, pgAdminUrl } from './postgres-db.js';
 import { track } from './processes.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, templates } from './templates.js';
 
@@ -18,17 +18,36 @@ import { ADMIN_EMAIL, ADMIN_PASSWORD, templates } from './templates.js';
 export const TEST_STORE: 'json' | 'postgres' = process.env.PANELCTL_TEST_STORE === 'postgres' ? 'postgres' : 'json';
 const databases = new Map<string, string>();
 const initialisedDatabases = new Set<string>();
+/** Copies of the template with the admin (see createDatabaseWithAdmin) no data directory was initialised for yet. */
+const adminCopies = new Set<string>();
 
-/** The database of a data directory in the postgres project (made on first use); undefined on JSON. */
-export async function testDatabaseFor(dataDir: string): Promise<string | undefined> {
+/**
+ * The database of a data directory in the postgres project (made on first use); undefined on JSON.
+ * `withAdmin`: made holding the test admin already, for a data directory initDataDir prepares.
+ */
+export async function testDatabaseFor(dataDir: string, withAdmin = false): Promise<string | undefined> {
   if (TEST_STORE !== 'postgres') return undefined;
   let url = databases.get(dataDir);
   if (!url) {
     const { url: adminUrl, reason } = pgAdminUrl();
     if (!adminUrl) throw new Error(`PANELCTL_TEST_STORE=postgres but no PostgreSQL: ${reason}`);
-    url = await createMigratedDatabase(adminUrl, 'panelctl_daemon');
+    url = withAdmin ? await createDatabaseWithAdmin(adminUrl, 'panelctl_daemon') : await createMigratedDatabase(adminUrl, 'panelctl_daemon');
     databases.set(dataDir, url);
   }
+  return url;
+}
+
+/**
+ * A fresh database as `panelctl init` with the test admin leaves it (a copy of the run's template;
+ * without one, a migrated database that initDataDir initialises). initDataDir on it prepares only
+ * the data directory.
+ */
+export async function createDatabaseWithAdmin(adminUrl: string, prefix: string): Promise<string> {
+  const template = templates()?.databaseWithAdmin;
+  if (!template) return createMigratedDatabase(adminUrl, prefix);
+  const url = await createDatabase(adminUrl, prefix, template);
+  initialisedDatabases.add(url);
+  adminCopies.add(url);
   return url;
 }
 
@@ -95,7 +114,7 @@ export async function makeDataDir(): Promise<string> {
  * admin is the template's copy, with a JWT secret of its own.
  */
 export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD, databaseUrl?: string): Promise<void> {
-  const url = databaseUrl ?? (await testDatabaseFor(dataDir));
+  const url = databaseUrl ?? (await testDatabaseFor(dataDir, password === ADMIN_PASSWORD));
   const template = templates()?.dataDir;
   if (template) {
     if (!url && password === ADMIN_PASSWORD) {
@@ -104,6 +123,8 @@ export async function initDataDir(dataDir: string, password = ADMIN_PASSWORD, da
       return;
     }
     await cp(join(template, 'tls'), join(dataDir, 'tls'), { recursive: true });
+    // A copy of the template with the admin: the database is initialised, the directory now too.
+    if (url && password === ADMIN_PASSWORD && adminCopies.delete(url)) return;
   }
   const result = await runCli(['init', '--data-dir', dataDir, '--password-stdin', ...(url ? ['--database-url', url] : [])], { input: `${password}\n` });
   if (result.code !== 0) throw new Error(`init failed: ${result.stderr}`);
@@ -130,10 +151,10 @@ export function waitForExit(proc: ChildProcess): Promise<number | null> {
 
 export async function startDaemon(options: StartOptions = {}): Promise<TestDaemon> {
   const dataDir = options.dataDir ?? (await makeDataDir());
-  const databaseUrl = options.databaseUrl ?? options.env?.PANELCTL_DATABASE_URL ?? (await testDatabaseFor(dataDir));
+  const databaseUrl = options.databaseUrl ?? options.env?.PANELCTL_DATABASE_URL ?? (await testDatabaseFor(dataDir, true));
   if (databaseUrl) {
     // A second daemon of a database needs no init: its data directory only gets TLS, pid and log.
-    if (!initialisedDatabases.has(databaseUrl)) await initDataDir(dataDir, ADMIN_PASSWORD, databaseUrl);
+    if (!initialisedDatabases.has(databaseUrl) || adminCopies.has(databaseUrl)) await initDataDir(dataDir, ADMIN_PASSWORD, databaseUrl);
   } else {
     try {
       await readFile(join(dataDir, 'store.json'));

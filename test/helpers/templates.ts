@@ -13,6 +13,12 @@ export interface Templates {
   dataDir: string;
   /** A migrated, empty database on the run's cluster, to create copies of (null: no cluster). */
   migratedDatabase: string | null;
+  /**
+   * A copy of it holding the test admin, as `panelctl init` leaves a database but with the
+   * admin's password hashed as the data directory template's is, and without a JWT secret: the
+   * first daemon of each copy makes its own, as a daemon does on a database that has none.
+   */
+  databaseWithAdmin: string | null;
   /** A certificate and key of the kind the daemon makes, for the test receivers. */
   receiver: { cert: string; key: string };
 }

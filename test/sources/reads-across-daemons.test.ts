@@ -5,8 +5,8 @@
 // cache trusting notices alone) would show the race.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { createMigratedDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { ADMIN_PASSWORD, createDatabaseWithAdmin, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { pgAdminUrl } from '../helpers/postgres-db.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
@@ -24,7 +24,7 @@ describe.skipIf(!adminUrl)('cached reads on two daemons of one PostgreSQL databa
   let databaseUrl: string;
 
   beforeAll(async () => {
-    databaseUrl = await createMigratedDatabase(adminUrl!, 'panelctl_reads');
+    databaseUrl = await createDatabaseWithAdmin(adminUrl!, 'panelctl_reads');
     const dirs = [await makeDataDir(), await makeDataDir()];
     await initDataDir(dirs[0], ADMIN_PASSWORD, databaseUrl);
     daemons = (await Promise.all(dirs.map((dataDir) => startDaemon({ dataDir, databaseUrl })))) as [TestDaemon, TestDaemon];

@@ -7,8 +7,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FENCE_LEASE_MS } from '../../src/store/postgres/feed.js';
-import { ADMIN_PASSWORD, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { createMigratedDatabase, pgAdminUrl } from '../helpers/postgres-db.js';
+import { ADMIN_PASSWORD, createDatabaseWithAdmin, initDataDir, makeDataDir, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { pgAdminUrl } from '../helpers/postgres-db.js';
 
 const { url: adminUrl, reason } = pgAdminUrl();
 
@@ -24,7 +24,7 @@ describe.skipIf(!adminUrl)('the write fence of two daemons of one PostgreSQL dat
   let round = 0;
 
   beforeAll(async () => {
-    databaseUrl = await createMigratedDatabase(adminUrl!, 'panelctl_fence');
+    databaseUrl = await createDatabaseWithAdmin(adminUrl!, 'panelctl_fence');
     const dataDir = await makeDataDir();
     await initDataDir(dataDir, ADMIN_PASSWORD, databaseUrl);
     daemons = [await startDaemon({ dataDir, databaseUrl }), await startDaemon({ dataDir: await makeDataDir(), databaseUrl })];
