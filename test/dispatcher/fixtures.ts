@@ -97,6 +97,7 @@ export interface EndpointInput {
   events?: string;
   active?: boolean;
   max_in_flight?: number;
+  retry_schedule?: number[];
 }
 
 export async function endpoint(world: AnyWorld, token: string, input: EndpointInput): Promise<number> {

@@ -10,6 +10,12 @@ import { SseParser, type SseEvent } from '../../src/cli/stream/sse.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { customer, endpoint, publish, startAppWorld, waitForEntries, type AppWorld } from './fixtures.js';
 
+/**
+ * One retry a second after a failure: what is tested here counts deliveries failed for good (a
+ * retry each, as the default schedule [2] makes), and the waits for them are the schedule's.
+ */
+const ONE_RETRY = [1];
+
 const WHSEC = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
 
 /** Opens the delivery stream and collects its events until closed. */
@@ -111,7 +117,7 @@ describe('webhook operations', () => {
   it('reports health; auto-disable is off by default, and after N failures in a row sets the endpoint inactive and says so on the stream', async () => {
     const bob = await customer(world);
     status.set('/hook/flaky', 500);
-    const id = await endpoint(world, bob.token, { url: urlOf('flaky'), events: 'domain.created' });
+    const id = await endpoint(world, bob.token, { url: urlOf('flaky'), events: 'domain.created', retry_schedule: ONE_RETRY });
     const stream = await openStream(baseUrl, bob.token);
     try {
       for (let i = 1; i <= 3; i++) await publish(world, 'domain.created', { domain_id: i, name: `d${i}.example` }, bob.id);
@@ -156,7 +162,7 @@ describe('webhook operations', () => {
   it('recovers the deliveries that failed in the window (and only those); another customer gets 403', async () => {
     const carol = await customer(world);
     status.set('/hook/recover', 503);
-    const id = await endpoint(world, carol.token, { url: urlOf('recover'), events: 'database.created' });
+    const id = await endpoint(world, carol.token, { url: urlOf('recover'), events: 'database.created', retry_schedule: ONE_RETRY });
     for (const n of [1, 2]) await publish(world, 'database.created', { database_id: n, name: `outside_${n}` }, carol.id);
     const outside = await waitForEntries(world, carol.token, id, 4);
     // The window starts just after the newest of those attempts, so the first two are outside.
