@@ -71,8 +71,9 @@ try {
   for (const root of roots) sides.push(await side(root, cluster.adminUrl));
   for (let round = 0; round < rounds; round++) {
     for (const s of round % 2 === 0 ? sides : [...sides].reverse()) {
-      // Each statement starts from the same tables: the last round's rows vacuumed away.
+      // Each round starts from the same tables: the last round's rows deleted and vacuumed away.
       await s.client.query('DELETE FROM deliveries');
+      await s.client.query('DELETE FROM delivery_log');
       await s.client.query('VACUUM deliveries, delivery_log');
       s.published.push(await perRow(s, s.publish, EVENTS * ENDPOINTS));
       s.recorded.push(await perRow(s, s.record, ENTRIES));
