@@ -52,8 +52,8 @@ const NOTICES_SQL = /* sql */ `SELECT count(pg_notify('${CHANNEL}', n.notice)) F
  * Appends log entries, settles outcomes and prunes logs in one statement (one round trip, one
  * commit). Each entry gets its id from the sequence in the order given, also when its endpoint
  * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does); the
- * endpoints written to are locked once each (LIVE_ENDPOINTS_SQL). Final
- * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. The
+ * endpoints written to are locked once each (LIVE_ENDPOINTS_SQL). Final outcomes delete their
+ * delivery, as the JSON store does; a retry stays pending, unleased. The
  * statement's own transaction sends its notices (NOTICES_SQL), so they go out with its commit
  * and cost no statement of their own. A prune deletes by row address, which the server visits
  * in address order: two daemons pruning one endpoint at once wait for each other row by row in
