@@ -397,6 +397,58 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await b.deliveryLog.get(hook.id, entry.id)).toBeUndefined();
   });
 
+  it('leaves no delivery or log row of an endpoint removed while they are written, whichever commits first', async () => {
+    const owner = await a.users.insert(user());
+    const admin = new pg.Client({ connectionString: url });
+    const remover = new pg.Client({ connectionString: url });
+    await Promise.all([admin.connect(), remover.connect()]);
+    const rowsOf = async (id: number) => {
+      const { rows } = await admin.query<{ n: number }>(
+        'SELECT (SELECT count(*) FROM deliveries WHERE endpoint_id = $1) + (SELECT count(*) FROM delivery_log WHERE endpoint_id = $1) AS n',
+        [id],
+      );
+      return Number(rows[0].n);
+    };
+    // Statements of this database waiting for a row lock.
+    const waiting = async () => {
+      const { rows } = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+      );
+      return rows[0].n;
+    };
+    try {
+      // The removal first (not yet committed): the writes wait for it, then leave the endpoint out.
+      const gone = await a.webhooks.insert(webhook(owner.id));
+      await remover.query('BEGIN');
+      await remover.query('DELETE FROM webhooks WHERE id = $1', [gone.id]);
+      const recorded = a.outbox.record('w', [], [logEntry(gone.id)]);
+      const published = a.outbox.publish({ ...event(), owner_id: owner.id }, { body: '{}', next_attempt_at: Date.now(), created_at: now() });
+      const enqueued = a.outbox.enqueue(event(), [delivery(gone.id, Date.now())]);
+      await vi.waitFor(async () => expect(await waiting()).toBe(3), { timeout: 10_000 });
+      await remover.query('COMMIT');
+      const [entry] = await recorded;
+      expect(await a.deliveryLog.getMany([entry.id])).toEqual([]);
+      expect(await published).toEqual([]);
+      await enqueued;
+      expect(await rowsOf(gone.id)).toBe(0);
+
+      // The writes first: the removal waits for their commit, then takes their rows with it.
+      const hook = await a.webhooks.insert(webhook(owner.id));
+      let removed: Promise<unknown> | null = null;
+      await a.transaction(async (tx) => {
+        await tx.outbox.enqueue(event(), [delivery(hook.id, Date.now())]);
+        expect(await tx.outbox.publish({ ...event(), owner_id: owner.id }, { body: '{}', next_attempt_at: Date.now(), created_at: now() })).toHaveLength(1);
+        await tx.deliveryLog.append([logEntry(hook.id)]);
+        removed = remover.query('DELETE FROM webhooks WHERE id = $1', [hook.id]);
+        await vi.waitFor(async () => expect(await waiting()).toBe(1), { timeout: 10_000 });
+      });
+      expect((await removed!) as pg.QueryResult).toMatchObject({ rowCount: 1 });
+      expect(await rowsOf(hook.id)).toBe(0);
+    } finally {
+      await Promise.all([admin.end(), remover.end()]);
+    }
+  });
+
   it('publishes changes to every store of the database, the writer included', async () => {
     const heardByB = heard(b);
     const heardByA = heard(a);

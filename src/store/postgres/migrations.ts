@@ -16,6 +16,7 @@ import endpointRates from './migrations/0008-endpoint-rates.js';
 import logRevisions from './migrations/0009-log-revisions.js';
 import queueNoTruncate from './migrations/0010-queue-no-truncate.js';
 import feedMembers from './migrations/0011-feed-members.js';
+import queueEndpointLocks from './migrations/0012-queue-endpoint-locks.js';
 
 export interface PgMigration {
   version: number;
@@ -39,6 +40,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 9, name: 'delivery log revisions as counters', sql: logRevisions },
   { version: 10, name: 'queue tables keep their pages when vacuumed', sql: queueNoTruncate },
   { version: 11, name: 'change feed members for the write fence', sql: feedMembers },
+  { version: 12, name: 'queue rows lock their endpoints once per statement', sql: queueEndpointLocks },
 ];
 
 /**

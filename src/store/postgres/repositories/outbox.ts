@@ -12,7 +12,7 @@ import { Batcher } from '../batcher.js';
 import type { Row } from '../db.js';
 import { toDelivery } from '../rows.js';
 import { OUTBOX_NOTICE, timedCommit, type RepositoryFactory } from './context.js';
-import { loggedIds, noteTurnover, notePruned, planPrunes, recordValues, withIds, RECORD_PRUNE_SQL, RECORD_SQL, SETTLE_SQL, type RecordRow } from './record.js';
+import { loggedIds, noteTurnover, notePruned, planPrunes, recordValues, withIds, LIVE_ENDPOINTS_SQL, RECORD_PRUNE_SQL, RECORD_SQL, SETTLE_SQL, type RecordRow } from './record.js';
 import { MATCH_SQL } from './webhooks.js';
 
 /**
@@ -31,14 +31,19 @@ interface Publication {
 
 /**
  * The CTEs that queue an event's deliveries: `matched`, one new delivery per endpoint receiving
- * an event of the CTE `ev` (with `keep`, more of `ev`'s columns, carried along), and `d`, their
- * insert. `createdAt`: the expression of `ev` each delivery's `created_at` takes.
+ * an event of the CTE `ev` (with `keep`, more of `ev`'s columns, carried along) that still
+ * exists (LIVE_ENDPOINTS_SQL), and `d`, their insert. `createdAt`: the expression of `ev` each
+ * delivery's `created_at` takes.
  */
-export const queueMatchedSql = (createdAt: string, keep = '') => /* sql */ `matched AS MATERIALIZED (
-  SELECT gen_random_uuid()::text AS id,${keep ? ` ${keep},` : ''} ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
+export const queueMatchedSql = (createdAt: string, keep = '') => /* sql */ `receivers AS MATERIALIZED (
+  SELECT${keep ? ` ${keep},` : ''} ev.id AS event_id, w.id AS endpoint_id, w.user_id AS owner_id,
          ev.event, ev.body, ev.next_attempt_at, ${createdAt} AS created_at
   FROM ev
   CROSS JOIN LATERAL (${MATCH_SQL('ev.event', 'ev.owner_id')}) w
+), live AS MATERIALIZED (
+  ${LIVE_ENDPOINTS_SQL('ARRAY(SELECT DISTINCT endpoint_id FROM receivers)')}
+), matched AS MATERIALIZED (
+  SELECT gen_random_uuid()::text AS id, r.* FROM receivers r WHERE r.endpoint_id IN (SELECT id FROM live)
 ), d AS (
   INSERT INTO deliveries (id, event_id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at)
   SELECT m.id, m.event_id, m.endpoint_id, m.owner_id, m.event, m.body, 'pending', 0, m.next_attempt_at, m.created_at
@@ -287,7 +292,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
            SELECT u.id, $1, u.endpoint_id, u.owner_id, u.event, u.body, u.state, u.attempts, u.next_attempt_at, u.created_at, u.manual
            FROM unnest($6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::int[], $13::bigint[], $14::text[], $15::boolean[])
              AS u (id, endpoint_id, owner_id, event, body, state, attempts, next_attempt_at, created_at, manual)
-           WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
+           WHERE u.endpoint_id IN (${LIVE_ENDPOINTS_SQL('$7::bigint[]')})
            RETURNING 1
          )
          SELECT count(*)::int AS queued FROM d`,

@@ -26,6 +26,15 @@ const FULL_PRUNE_EVERY = 10;
 const LOGGED_PER_NOTICE = 400;
 
 /**
+ * The endpoints among `<ids>` (an SQL array of endpoint ids) that still exist, each locked FOR
+ * KEY SHARE until the statement's commit: the outbox and the log keep no foreign key (migration
+ * 0012), so a statement writing rows of endpoints locks each one once, as the key's check of
+ * every row did. An endpoint removed meanwhile is waited for and then left out; one removed
+ * later takes the rows with it (its removal waits for this commit and then sees them).
+ */
+export const LIVE_ENDPOINTS_SQL = (ids: string) => `SELECT w.id FROM webhooks w WHERE w.id = ANY (${ids}) FOR KEY SHARE OF w`;
+
+/**
  * The notices of a record, sent by its own transaction at its commit: the kept entries by id, in
  * notices of up to LOGGED_PER_NOTICE ids (daemons with someone watching read them), and, when an
  * outcome was a retry, the outbox's (dispatchers look for work). A NOTIFY makes its transaction's
@@ -42,8 +51,9 @@ const NOTICES_SQL = /* sql */ `SELECT count(pg_notify('${CHANNEL}', n.notice)) F
 /**
  * Appends log entries, settles outcomes and prunes logs in one statement (one round trip, one
  * commit). Each entry gets its id from the sequence in the order given, also when its endpoint
- * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does). Final
- * outcomes delete their delivery, as the JSON store does; a retry stays pending, unleased. The
+ * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does); the
+ * endpoints written to are locked once each (LIVE_ENDPOINTS_SQL). Final outcomes delete their
+ * delivery, as the JSON store does; a retry stays pending, unleased. The
  * statement's own transaction sends its notices (NOTICES_SQL), so they go out with its commit
  * and cost no statement of their own. A prune deletes by row address, which the server visits
  * in address order: two daemons pruning one endpoint at once wait for each other row by row in
@@ -86,11 +96,13 @@ WITH u AS MATERIALIZED (
       WITH ORDINALITY AS x (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
     ORDER BY x.n
   ) v
+), live AS MATERIALIZED (
+  ${LIVE_ENDPOINTS_SQL('ARRAY(SELECT DISTINCT endpoint_id FROM u)')}
 ), ins AS (
   INSERT INTO delivery_log (id, delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra)
   SELECT u.id, u.delivery_id, u.endpoint_id, u.event, u.payload, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
          u.created_at, u.request_headers, u.extra
-  FROM u WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.endpoint_id)
+  FROM u WHERE u.endpoint_id IN (SELECT id FROM live)
   RETURNING id
 ), o AS MATERIALIZED (
   SELECT * FROM unnest($3::text[], $4::text[], $5::int[], $6::bigint[]) AS o (id, state, attempts, next_attempt_at)
