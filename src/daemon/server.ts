@@ -16,7 +16,7 @@ import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
 import { readJwtSecret, readTlsPair, unusedJsonStoreWarning } from './startup-checks.js';
 import type { MetricsListener } from './metrics/server.js';
-import type { DaemonState } from './state-file.js';
+import { readState, type DaemonState } from './state-file.js';
 
 // daemon.json's reader lives apart so `daemon status` can read it without loading the daemon.
 export { readState, type DaemonState } from './state-file.js';
@@ -116,10 +116,13 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       const opened = store;
       metrics.readQueueFrom({ stats: () => opened.outbox.stats(), endpoints: () => opened.webhooks.countByState(), now: Date.now });
     }
+    // We hold the data directory's lock, so a daemon.json left here is of a daemon that ended without stopping.
+    const predecessor = (await readState(paths))?.dispatcher_owner;
     const app = await buildApp(
       {
         store,
         paths,
+        predecessor,
         jwtSecret,
         allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
         metrics,
@@ -181,6 +184,7 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       log_file: options.logFile ?? null,
       allow_private_webhooks: options.allowPrivateWebhooks ?? false,
       metrics_url: metricsListener?.url ?? null,
+      dispatcher_owner: app.dispatcher.owner,
     };
     await writeFile(paths.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
     app.log.info({ url: state.url, pid: state.pid, dataDir: paths.root, store: store.info, metrics: state.metrics_url }, 'panelctl daemon listening');

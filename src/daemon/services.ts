@@ -23,6 +23,11 @@ export interface DaemonOptions {
   baseUrl?: string;
   /** `--metrics-port`: where the daemon's metrics go; absent, none are kept (NO_METRICS). */
   metrics?: DaemonMetrics;
+  /**
+   * The dispatcher owner id of the daemon that ran on this data directory before and ended
+   * without stopping (its daemon.json was left behind): its leases are given up at start.
+   */
+  predecessor?: string;
 }
 
 /** Who is calling: resolved once per request by the auth plugin. */

@@ -22,6 +22,8 @@ export interface DaemonState {
   allow_private_webhooks: boolean;
   /** Where the Prometheus metrics are served (`http://host:port/metrics`), or null without --metrics-port. */
   metrics_url?: string | null;
+  /** Whose leases this daemon's claims take (a daemon restarted after a crash gives them up). */
+  dispatcher_owner?: string;
 }
 
 export async function readState(paths: DataLayout): Promise<DaemonState | null> {

@@ -387,6 +387,14 @@ export interface OutboxRepository {
    */
   leave(owner: string): Promise<void>;
   /**
+   * `owner`'s process has ended without leaving (it was killed, or its host went down): every
+   * lease and hold of `owner`'s ends now, so its deliveries can be claimed at once instead of
+   * when their leases would have ended. An attempt it had in flight may then be made again
+   * (at-least-once). Only for an owner known to be gone: a daemon restarted on the data
+   * directory of the one that crashed.
+   */
+  abandon(owner: string): Promise<void>;
+  /**
    * When the next pending delivery falls due (epoch ms), or no later than that: a backend may
    * answer when it can next be claimed (its lease's end, if later); null: none pending.
    * Paused endpoints' deliveries are not counted: they are not claimed until resumed.

@@ -2,7 +2,7 @@
 // earlier than it was due, same X-Webhook-Delivery), an attempt cut off by SIGKILL is
 // made again, and SIGTERM lets an attempt in flight finish and does not wait on open streams.
 import { Agent, request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { waitForExit } from '../helpers/daemon.js';
 import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 import { customer, endpoint, entries, publish, SHORT_LEASE_MS, SITE, startWorld, waitForEntries, waitForRetryWritten, type World } from './fixtures.js';
@@ -72,6 +72,39 @@ describe.concurrent('deliveries across daemon restarts', () => {
     const log = await waitForEntries({ daemon: restarted, admin: '' }, token, id, 1);
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ attempt: 1, success: true, delivery_id: first.headers['x-webhook-delivery'] });
+  });
+
+  it('a daemon restarted after SIGKILL gives up its predecessor\'s leases and holds: its attempts and endpoints are served at once, not when they would end', { timeout: 60_000 }, async () => {
+    // A lease far longer than the waits below: only giving it up lets the attempts out in time.
+    const { world, hook } = await setUp(10 * 60_000);
+    let hung = false;
+    hook.handle((request) => {
+      if (request.headers['x-webhook-event'] !== 'site.created' || hung) return {};
+      hung = true;
+      return { delayMs: 60_000 };
+    });
+    const { id: ownerId, token } = await customer(world);
+    await endpoint(world, token, { url: hook.url, events: 'site.created' });
+    await endpoint(world, token, { url: hook.url, events: 'site.deleted' });
+    // The site.deleted endpoint is served once (on a shared store its daemon then holds it for
+    // its cap), the site.created one is cut off by the kill.
+    await publish(world, 'site.deleted', SITE, ownerId);
+    await hook.waitFor(1);
+    await publish(world, 'site.created', SITE, ownerId);
+    const [, cut] = await hook.waitFor(2);
+    await world.daemon.kill();
+    const restarted = await world.daemon.restart();
+    cleanup.push(() => restarted.dispose());
+    // (The JSON store may also send the site.deleted delivery again: its final outcome need not
+    // be durable before the kill, at-least-once.)
+    const sent = (id: unknown) => hook.requests.filter((r) => r.headers['x-webhook-delivery'] === id).length;
+    await vi.waitFor(() => expect(sent(cut.headers['x-webhook-delivery'])).toBe(2), { timeout: 20_000, interval: 50 });
+    const before = new Set(hook.requests.map((r) => r.headers['x-webhook-delivery']));
+    await publish({ daemon: restarted, admin: await restarted.login() }, 'site.deleted', SITE, ownerId);
+    await vi.waitFor(
+      () => expect(hook.requests.some((r) => !before.has(r.headers['x-webhook-delivery']) && r.headers['x-webhook-event'] === 'site.deleted')).toBe(true),
+      { timeout: 20_000, interval: 50 },
+    );
   });
 
   it('on SIGTERM lets the attempt in flight finish, ends open streams and exits 0', { timeout: 60_000 }, async () => {

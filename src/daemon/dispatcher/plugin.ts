@@ -40,7 +40,15 @@ export default fp(
     app.decorate('dispatcher', dispatcher);
     // A log line per attempt this daemon made, and the auto-disable, once it is recorded.
     dispatcher.onAttempt((entry) => void reportAttempt(app, entry));
-    app.addHook('onReady', async () => dispatcher.start());
+    app.addHook('onReady', async () => {
+      // The daemon before this one on the data directory died holding leases: they are its no
+      // longer, so what it was sending goes out now rather than when its leases would end.
+      const { predecessor } = app.daemon;
+      if (predecessor) {
+        await app.store.outbox.abandon(predecessor).catch((error: Error) => app.log.warn({ err: error }, `could not give up the leases of the daemon that ended without stopping: its deliveries wait until the leases end (${error.message})`));
+      }
+      dispatcher.start();
+    });
     app.addHook('preClose', async () => dispatcher.stop());
   },
   { name: 'dispatcher', dependencies: ['errors', 'metrics'] },

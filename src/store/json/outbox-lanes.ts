@@ -187,6 +187,11 @@ export class OutboxLanes {
     if (lane?.leased.delete(lease.entry)) this.#return(lane, lease.entry);
   }
 
+  /** Hands back every delivery `owner` holds (an owner that is gone). */
+  releaseAll(owner: string): void {
+    for (const [id, lease] of this.#leases) if (lease.owner === owner) this.release(owner, id);
+  }
+
   /**
    * The lease of a delivery whose outcome is being recorded ends: the caller replaces the entry
    * (a retry, back in its lane) or deletes it in the same change.

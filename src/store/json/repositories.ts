@@ -512,6 +512,9 @@ export class JsonRepositories implements Repositories {
       },
       // One daemon per JSON store: nobody else to hand anything to.
       leave: async () => undefined,
+      // Leases live in memory, so a restarted daemon never sees its predecessor's; within one
+      // process this hands back what `owner` holds.
+      abandon: async (owner) => state.lanes.releaseAll(owner),
       nextDueAt: async () => state.lanes.nextDueAt(paused),
       nextRetryAt: async (endpointIds) => {
         const due = new Map<number, number>();

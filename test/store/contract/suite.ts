@@ -1115,6 +1115,26 @@ export function describeStoreContract(name: string, backend: ContractBackend): v
         expect(await store.outbox.pendingCount()).toBe(0);
       });
 
+      it('abandon ends a gone owner\'s leases and holds at once: its deliveries are claimed by the next claimer, its outcomes then ignored', async () => {
+        const { user, hooks } = await endpoints(2, 'abandon@example.test');
+        const d1 = delivery(hooks[0].id, user.id, 0);
+        const d2 = delivery(hooks[1].id, user.id, 0);
+        // Due after the crash: on a shared store it would wait for the crashed owner's hold of its endpoint.
+        const d3 = delivery(hooks[1].id, user.id, 5_000);
+        await store.outbox.enqueue(eventRecord(), [d1, d2, d3]);
+        expect((await store.outbox.claim({ ...claimDefaults, owner: 'crashed', now: 1_000, leaseMs: 60_000 })).map((x) => x.id).sort()).toEqual([d1.id, d2.id].sort());
+        // Its leases are live: nobody else gets those deliveries.
+        expect(await store.outbox.claim({ ...claimDefaults, owner: 'restarted', now: 2_000, leaseMs: 60_000 })).toEqual([]);
+        await store.outbox.abandon('crashed');
+        const taken = await store.outbox.claim({ ...claimDefaults, owner: 'restarted', now: 5_000, leaseMs: 60_000 });
+        expect(taken.map((x) => x.id).sort()).toEqual([d1.id, d2.id, d3.id].sort());
+        expect(await store.outbox.settle('crashed', [{ id: d1.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([]);
+        expect(await store.outbox.settle('restarted', [{ id: d1.id, state: 'succeeded', attempts: 1, next_attempt_at: 0 }])).toEqual([d1.id]);
+        // An owner holding nothing: nothing changes.
+        await store.outbox.abandon('never-claimed');
+        expect(await store.outbox.pendingCount()).toBe(2);
+      });
+
       it('stats answers the pending count and the oldest pending delivery\'s publish time; countByState the endpoints', async () => {
         expect(await store.outbox.stats()).toEqual({ pending: 0, oldest_pending_at: null });
         const { user, hooks } = await endpoints(3, 'stats@example.test');

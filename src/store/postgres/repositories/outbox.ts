@@ -359,6 +359,17 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, ctx, w
       const { rowCount } = await work.query('UPDATE endpoint_claims SET holder = NULL, holder_until = 0 WHERE holder = $1', [owner]);
       if (rowCount) work.announce(OUTBOX_NOTICE);
     },
+    async abandon(owner) {
+      // Both in one statement: the deliveries it leased (no index on lease_owner: a scan of the
+      // pending deliveries, once per daemon start after a crash) and the endpoints it held.
+      const { rows } = await work.query<{ n: number }>(
+        `WITH d AS (UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1 AND state = 'pending' RETURNING 1),
+              h AS (UPDATE endpoint_claims SET holder = NULL, holder_until = 0 WHERE holder = $1 RETURNING 1)
+         SELECT (SELECT count(*) FROM d)::int + (SELECT count(*) FROM h)::int AS n`,
+        [owner],
+      );
+      if (rows[0].n > 0) work.announce(OUTBOX_NOTICE);
+    },
     async nextDueAt() {
       // The earliest of each endpoint's first due (the per-endpoint due index).
       const { rows } = await work.query<{ due: number | null }>(
