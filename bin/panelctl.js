@@ -56,29 +56,30 @@ function loadCli({ useCache = true } = {}) {
   return { cli: module.exports, script, bytes };
 }
 
-/** Run by scripts/build.mjs: the code cache after a `keys list --json` against a fake API. */
-async function writeCodeCache() {
+/**
+ * Run by scripts/build.mjs in a child process of its own: the code cache after `main` ran
+ * `keys list --json` against a local HTTP server answering an empty list, so the cache holds the
+ * code of the whole run (main, the request over node:http(s) and its callbacks, the exit), not
+ * only what a fake transport reaches: a function missing from the cache is compiled at every start.
+ * Written at exit (main ends the process), only when the command succeeded.
+ */
+function writeCodeCache() {
   const { cli, script, bytes } = loadCli({ useCache: false });
-  const sink = { write: () => true, isTTY: false };
-  const io = {
-    stdout: sink,
-    stderr: sink,
-    get stdin() {
-      throw new Error('no stdin while writing the code cache');
-    },
-    env: { PANELCTL_URL: 'https://127.0.0.1:9', PANELCTL_TOKEN: 'code-cache', PANELCTL_CONFIG_DIR: join(dir, 'no-config') },
-  };
-  const transport = {
-    request: async () => ({ statusCode: 200, text: '{"data":[],"error":null,"message":""}' }),
-    stream: async () => {
-      throw new Error('no stream while writing the code cache');
-    },
-  };
-  const code = await cli.run(['node', 'panelctl', 'keys', 'list', '--json'], { io, transport });
-  if (code !== 0) throw new Error(`keys list --json against the fake API exited ${code}`);
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(bytes.length);
-  writeFileSync(cacheFile, Buffer.concat([length, bytes, script.createCachedData()]));
+  const server = require('node:http').createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end('{"data":[],"error":null,"message":""}');
+  });
+  server.listen(0, '127.0.0.1', () => {
+    process.on('exit', (code) => {
+      if (code !== 0) return;
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(bytes.length);
+      writeFileSync(cacheFile, Buffer.concat([length, bytes, script.createCachedData()]));
+    });
+    for (const name of ['PANELCTL_CA', 'PANEL_DATA_DIR', 'PANELCTL_TOKEN']) delete process.env[name];
+    Object.assign(process.env, { PANELCTL_URL: `http://127.0.0.1:${server.address().port}`, PANELCTL_TOKEN: 'code-cache', PANELCTL_CONFIG_DIR: join(dir, 'no-config') });
+    cli.main(['node', 'panelctl', 'keys', 'list', '--json']);
+  });
 }
 
 if (require.main === module) loadCli().cli.main(process.argv);

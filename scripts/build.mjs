@@ -262,13 +262,14 @@ function wrapCli(text, imports) {
 }
 
 /**
- * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a fake
- * API): the compiled code of commander, the program, the context and the client. It is only an
- * optimisation: V8 rejects a cache made by another Node version or other flags, and the loader
- * then compiles the source. The file starts with the source it belongs to (see bin/panelctl.js).
+ * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a local
+ * HTTP server: see writeCodeCache in bin/panelctl.js): the compiled code of commander, the
+ * program, the context and the client. It is only an optimisation: V8 rejects a cache made by
+ * another Node version or other flags, and the loader then compiles the source. The file starts
+ * with the source it belongs to (see bin/panelctl.js). The run's stdout (its JSON) is dropped.
  */
 function writeCodeCache() {
   const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));
-  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (result.status !== 0) throw new Error('cli bundle: writing the code cache failed');
+  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  if (result.status !== 0 || !existsSync(join(bundleDir, 'cli.js.cache'))) throw new Error('cli bundle: writing the code cache failed');
 }
