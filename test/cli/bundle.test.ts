@@ -103,6 +103,19 @@ describe('the built CLI runs from its bundle', () => {
     expect(child.stdout).toBe('false');
   });
 
+  it('a copy of the bundle (a cli.js of another ctime than the cache names) still uses the cache once its source compares equal', async () => {
+    const copy = join(dir, 'same');
+    await cp(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
+    await cp(join(ROOT, 'dist/cli-bundle'), join(copy, 'dist/cli-bundle'), { recursive: true });
+    const loader = JSON.stringify(join(copy, 'bin/panelctl.js'));
+    const child = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    expect(child.stderr).toBe('');
+    expect(child.stdout).toBe('false');
+  });
+
   it('a cache made from other source is not used, even for a source of the same length', async () => {
     const copy = join(dir, 'copy');
     await cp(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
