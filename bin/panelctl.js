@@ -65,7 +65,12 @@ function loadCli({ useCache = true } = {}) {
     if (!imported.has(specifier)) throw new Error(`panelctl: ${specifier} is used before it was imported`);
     return imported.get(specifier);
   };
-  script.runInThisContext()(module.exports, createRequire(file), module, file, dir, importModule, importedModule);
+  // The bundle's require: built-ins through this file's own, anything else (packages, dist/ files
+  // relative to the bundle) through a require of the bundle's, made when first needed (a
+  // `keys list` requires built-ins only).
+  let bundleRequire;
+  const requireFromBundle = (specifier) => (specifier.startsWith('node:') ? require(specifier) : (bundleRequire ??= createRequire(file))(specifier));
+  script.runInThisContext()(module.exports, requireFromBundle, module, file, dir, importModule, importedModule);
   return { cli: module.exports, script, source };
 }
 
