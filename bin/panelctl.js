@@ -38,7 +38,8 @@ function loadCli({ useCache = true } = {}) {
       const end = HEADER + length;
       if (cache.length > end) {
         const stat = statSync(file);
-        if (stat.size === length && stat.ctimeMs === cache.readDoubleLE(4)) source = cache.utf8Slice(HEADER, end);
+        // The build writes cli.js in ASCII only: as written, its text is its bytes (latin1 copies them).
+        if (stat.size === length && stat.ctimeMs === cache.readDoubleLE(4)) source = cache.latin1Slice(HEADER, end);
         else if (stat.size === length) {
           const bytes = readFileSync(file);
           if (cache.subarray(HEADER, end).equals(bytes)) source = bytes.toString('utf8');

@@ -219,6 +219,7 @@ async function bundleCli() {
     // Smaller sources parse faster. Identifiers are not minified, and functions and classes keep
     // their own names where bundling renames them (commander's errors name themselves after their
     // class), so stack traces and `error.name` read as without the bundle.
+    charset: 'ascii',
     minifyWhitespace: true,
     minifySyntax: true,
     keepNames: true,
@@ -325,6 +326,9 @@ function wrapCli(text, imports) {
   const helper = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:!0});';
   if (body.split(helper).length !== 2) throw new Error("cli bundle: esbuild's __name helper is not where it was expected");
   body = body.replace(helper, 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0});');
+  // esbuild escapes any other character (charset: ascii), and the loader relies on it (it reads the
+  // source the cache holds as latin1, a plain copy of its bytes).
+  if (/[^\x00-\x7f]/.test(body)) throw new Error('cli bundle: the output is not ASCII');
   return `(function (exports, require, module, __filename, __dirname, __panelctlImport, __panelctlImported) {${body}\n})`;
 }
 
