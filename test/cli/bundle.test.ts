@@ -70,6 +70,30 @@ describe('the built CLI runs from its bundle', () => {
     expect(new Set(await loaded())).toEqual(new Set(['bin/panelctl.js']));
   });
 
+  it('keys list --json never creates process.stderr (a socket of its own on a pipe); an error still reaches it', async () => {
+    const created = join(dir, 'stderr.log');
+    const probe = join(dir, 'stderr-probe.cjs');
+    await writeFile(
+      probe,
+      `const own = Object.getOwnPropertyDescriptor(process, 'stderr');
+      Object.defineProperty(process, 'stderr', { configurable: true, enumerable: own.enumerable, get() {
+        require('node:fs').appendFileSync(${JSON.stringify(created)}, 'created\\n');
+        Object.defineProperty(process, 'stderr', own);
+        return own.get.call(process);
+      } });\n`,
+    );
+    const probed = { ...env, NODE_OPTIONS: `--require=${probe}` };
+    await rm(created, { force: true });
+    const result = await runCli(['keys', 'list', '--json'], { env: probed });
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual([]);
+    await expect(readFile(created, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+    const usage = await runCli(['keys', 'lst'], { env: probed });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("unknown command 'lst'");
+    expect(await readFile(created, 'utf8')).toBe('created\n');
+  });
+
   it('a refused connection loads daemon/lock.js from dist/ when it needs it, for its advice', async () => {
     await rm(log(), { force: true });
     const result = await runCli(['keys', 'list'], { env: { ...env, PANELCTL_URL: 'https://127.0.0.1:1' } });
