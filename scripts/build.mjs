@@ -282,7 +282,7 @@ function leanInitialisers(text) {
     if (!init) continue;
     if (declarations.slice(0, -1).some((d) => initialiser(d) || d.initializer)) throw new Error(`cli bundle: ${init.name} is declared beside initialised variables`);
     let moved = '';
-    if (pendingExport && pendingExport.target.replace(/\d*_exports$/, '') === baseOf(init.key).replace(/\d*$/, '')) {
+    if (pendingExport && pendingExport.target.replace(/\d*_exports\d*$/, '') === baseOf(init.key).replace(/\d*$/, '')) {
       moved = pendingExport.text;
       edits.push([pendingExport.statement.getStart(file), pendingExport.statement.end, '']);
     }
