@@ -6,45 +6,59 @@
 // generator, tests). This file is CommonJS (bin/package.json): an ES module entry would start
 // Node's ESM loader before anything needs it.
 'use strict';
-const { readFileSync, writeFileSync } = require('node:fs');
+const { readFileSync, statSync, writeFileSync } = require('node:fs');
 // Module.createRequire is node:module's createRequire; the public node:module would load parts of
 // the ES module loader on every start.
 const { createRequire } = module.constructor;
 const { join } = require('node:path');
-const { pathToFileURL } = require('node:url');
 const vm = require('node:vm');
 
 const dir = join(__dirname, '..', 'dist', 'cli-bundle');
 const file = join(dir, 'cli.js');
 const cacheFile = `${file}.cache`;
+/** The cache file's header: the source's length (4 bytes), then cli.js's ctime when the cache was written (8). */
+const HEADER = 12;
 
 /**
- * Compiles and runs cli.js, with the cache when it was made from this very source: the cache file
- * holds that source (its length, 4 bytes, then the source, then V8's data), compared byte for
- * byte, which costs less than hashing it (V8 itself checks only the source's length). V8 ignores
- * a cache from another Node version or other flags (`script.cachedDataRejected`): the source is
- * compiled then.
+ * Compiles and runs cli.js, with the cache when it was made from this very source. The cache
+ * file holds that source (after its header), then V8's data. When cli.js is the file the cache
+ * was written for (same size and ctime: any write to it, or a copy, changes its ctime, which
+ * nobody can set back), the source is taken from the cache file and cli.js is not read at all;
+ * otherwise cli.js is read and compared with the cache's copy byte for byte (V8 itself checks
+ * only the source's length). V8 ignores a cache from another Node version or other flags
+ * (`script.cachedDataRejected`): the source is compiled then.
  */
 function loadCli({ useCache = true } = {}) {
-  const bytes = readFileSync(file);
+  let source;
   let cachedData;
   if (useCache) {
     try {
       const cache = readFileSync(cacheFile);
-      const end = 4 + bytes.length;
-      if (cache.length > end && cache.readUInt32LE(0) === bytes.length && cache.subarray(4, end).equals(bytes)) cachedData = cache.subarray(end);
+      const length = cache.readUInt32LE(0);
+      const end = HEADER + length;
+      if (cache.length > end) {
+        const stat = statSync(file);
+        // The build writes cli.js in ASCII only: as written, its text is its bytes (latin1 copies them).
+        if (stat.size === length && stat.ctimeMs === cache.readDoubleLE(4)) source = cache.latin1Slice(HEADER, end);
+        else if (stat.size === length) {
+          const bytes = readFileSync(file);
+          if (cache.subarray(HEADER, end).equals(bytes)) source = bytes.toString('utf8');
+        }
+        if (source !== undefined) cachedData = cache.subarray(end);
+      }
     } catch {
-      // no cache: compile the source
+      // no cache (or a damaged one): compile the source
     }
   }
-  const script = new vm.Script(bytes.toString('utf8'), { filename: file, cachedData });
+  source ??= readFileSync(file, 'utf8');
+  const script = new vm.Script(source, { filename: file, cachedData });
   const module = { exports: {} };
   // A script compiled with cached data cannot import() on Node 20: the bundle's imports of ES
   // modules (packages, dist/ files, relative to the bundle) are made here, and kept for the
   // static imports of ink, which cannot be require()d (it has a top-level await).
   const imported = new Map();
   const importModule = (specifier) =>
-    import(specifier.startsWith('.') ? pathToFileURL(join(dir, specifier)).href : specifier).then((namespace) => {
+    import(specifier.startsWith('.') ? require('node:url').pathToFileURL(join(dir, specifier)).href : specifier).then((namespace) => {
       imported.set(specifier, namespace);
       return namespace;
     });
@@ -52,33 +66,42 @@ function loadCli({ useCache = true } = {}) {
     if (!imported.has(specifier)) throw new Error(`panelctl: ${specifier} is used before it was imported`);
     return imported.get(specifier);
   };
-  script.runInThisContext()(module.exports, createRequire(file), module, file, dir, importModule, importedModule);
-  return { cli: module.exports, script, bytes };
+  // The bundle's require: built-ins through this file's own, anything else (packages, dist/ files
+  // relative to the bundle) through a require of the bundle's, made when first needed (a
+  // `keys list` requires built-ins only).
+  let bundleRequire;
+  const requireFromBundle = (specifier) => (specifier.startsWith('node:') ? require(specifier) : (bundleRequire ??= createRequire(file))(specifier));
+  script.runInThisContext()(module.exports, requireFromBundle, module, file, dir, importModule, importedModule);
+  return { cli: module.exports, script, source };
 }
 
-/** Run by scripts/build.mjs: the code cache after a `keys list --json` against a fake API. */
-async function writeCodeCache() {
-  const { cli, script, bytes } = loadCli({ useCache: false });
-  const sink = { write: () => true, isTTY: false };
-  const io = {
-    stdout: sink,
-    stderr: sink,
-    get stdin() {
-      throw new Error('no stdin while writing the code cache');
-    },
-    env: { PANELCTL_URL: 'https://127.0.0.1:9', PANELCTL_TOKEN: 'code-cache', PANELCTL_CONFIG_DIR: join(dir, 'no-config') },
-  };
-  const transport = {
-    request: async () => ({ statusCode: 200, text: '{"data":[],"error":null,"message":""}' }),
-    stream: async () => {
-      throw new Error('no stream while writing the code cache');
-    },
-  };
-  const code = await cli.run(['node', 'panelctl', 'keys', 'list', '--json'], { io, transport });
-  if (code !== 0) throw new Error(`keys list --json against the fake API exited ${code}`);
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(bytes.length);
-  writeFileSync(cacheFile, Buffer.concat([length, bytes, script.createCachedData()]));
+/**
+ * Run by scripts/build.mjs in a child process of its own: the code cache after `main` ran
+ * `keys list --json` against a local HTTP server answering an empty list, so the cache holds the
+ * code of the whole run (main, the request over node:http(s) and its callbacks, the exit), not
+ * only what a fake transport reaches: a function missing from the cache is compiled at every start.
+ * Written at exit (main ends the process), only when the command succeeded.
+ */
+function writeCodeCache() {
+  const { ctimeMs } = statSync(file);
+  const { cli, script, source } = loadCli({ useCache: false });
+  const server = require('node:http').createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end('{"data":[],"error":null,"message":""}');
+  });
+  server.listen(0, '127.0.0.1', () => {
+    process.on('exit', (code) => {
+      if (code !== 0) return;
+      const bytes = Buffer.from(source, 'utf8');
+      const header = Buffer.alloc(HEADER);
+      header.writeUInt32LE(bytes.length, 0);
+      header.writeDoubleLE(ctimeMs, 4);
+      writeFileSync(cacheFile, Buffer.concat([header, bytes, script.createCachedData()]));
+    });
+    for (const name of ['PANELCTL_CA', 'PANEL_DATA_DIR', 'PANELCTL_TOKEN']) delete process.env[name];
+    Object.assign(process.env, { PANELCTL_URL: `http://127.0.0.1:${server.address().port}`, PANELCTL_TOKEN: 'code-cache', PANELCTL_CONFIG_DIR: join(dir, 'no-config') });
+    cli.main(['node', 'panelctl', 'keys', 'list', '--json']);
+  });
 }
 
 if (require.main === module) loadCli().cli.main(process.argv);

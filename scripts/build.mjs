@@ -219,6 +219,7 @@ async function bundleCli() {
     // Smaller sources parse faster. Identifiers are not minified, and functions and classes keep
     // their own names where bundling renames them (commander's errors name themselves after their
     // class), so stack traces and `error.name` read as without the bundle.
+    charset: 'ascii',
     minifyWhitespace: true,
     minifySyntax: true,
     keepNames: true,
@@ -229,8 +230,75 @@ async function bundleCli() {
   const [output] = result.outputFiles;
   const imports = Object.values(result.metafile.outputs)[0].imports.filter((i) => i.kind === 'dynamic-import' && i.external);
   mkdirSync(bundleDir, { recursive: true });
-  writeFileSync(join(bundleDir, 'cli.js'), wrapCli(output.text, imports));
+  writeFileSync(join(bundleDir, 'cli.js'), wrapCli(leanInitialisers(output.text), imports));
   writeCodeCache();
+}
+
+/**
+ * esbuild's initialisers of lazily run modules, made cheaper for the modules a run never starts
+ * (every command module but its own): at start, each `var …, init_x = __esm({ "src/x.ts"() { … } })`
+ * made an object, a method, a closure and its context, and each module whose namespace an
+ * `import()` needs had its namespace filled with one getter per export (`__export`). Both are
+ * young objects that live to the end of the run (the collection during a run copies them). Here
+ * each initialiser becomes one function declaration, run once as __esm runs it (a second call
+ * returns, or throws the first call's error again; a call while it runs returns), and the
+ * module's `__export` moves into it, before its body: esbuild reads a lazy module's namespace only
+ * after calling its initialiser. The build fails if the output does not have the expected shape.
+ */
+function leanInitialisers(text) {
+  const ts = createRequire(import.meta.url)('typescript');
+  const file = ts.createSourceFile('cli.js', text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
+  const edits = [];
+  /** `init_x = __esm({ "key"() { body } })`: the declarator's parts, or null. */
+  const initialiser = (declaration) => {
+    const call = declaration.initializer;
+    if (!call || !ts.isCallExpression(call) || !ts.isIdentifier(call.expression) || call.expression.text !== '__esm') return null;
+    const [object] = call.arguments;
+    if (call.arguments.length !== 1 || !ts.isObjectLiteralExpression(object) || object.properties.length !== 1) throw new Error('cli bundle: an __esm call of an unexpected shape');
+    const [method] = object.properties;
+    if (!ts.isMethodDeclaration(method) || method.parameters.length !== 0 || !ts.isStringLiteral(method.name) || !method.body) throw new Error('cli bundle: an __esm method of an unexpected shape');
+    return { name: declaration.name.text, key: method.name.text, body: method.body };
+  };
+  /** The identifier esbuild derives from a module's path (`src/cli/commands/keys/index.ts` -> keys). */
+  const baseOf = (key) => {
+    const parts = key.replace(/^[\w-]+:/, '').split(/[\\/]/);
+    let base = parts.at(-1).replace(/\.[jt]sx?$/, '');
+    if (base === 'index' && parts.length > 1) base = parts.at(-2);
+    return base.replace(/[^\w$]/g, '_');
+  };
+  let pendingExport = null;
+  let lean = 0;
+  for (const statement of file.statements) {
+    const start = statement.getStart(file);
+    if (ts.isExpressionStatement(statement) && ts.isCallExpression(statement.expression) && ts.isIdentifier(statement.expression.expression) && statement.expression.expression.text === '__export') {
+      const target = statement.expression.arguments[0];
+      pendingExport = { statement, target: target.getText(file), text: text.slice(start, statement.end) };
+      continue;
+    }
+    if (!ts.isVariableStatement(statement)) continue;
+    const declarations = statement.declarationList.declarations;
+    const last = declarations.at(-1);
+    const init = initialiser(last);
+    if (!init) continue;
+    if (declarations.slice(0, -1).some((d) => initialiser(d) || d.initializer)) throw new Error(`cli bundle: ${init.name} is declared beside initialised variables`);
+    let moved = '';
+    if (pendingExport && pendingExport.target.replace(/\d*_exports\d*$/, '') === baseOf(init.key).replace(/\d*$/, '')) {
+      moved = pendingExport.text;
+      edits.push([pendingExport.statement.getStart(file), pendingExport.statement.end, '']);
+    }
+    pendingExport = null;
+    const state = `$esm${lean}`;
+    const body = text.slice(init.body.getStart(file) + 1, init.body.end - 1);
+    const others = declarations.slice(0, -1).map((d) => d.getText(file));
+    const declaration = `var ${[...others, `${state}=0`].join(',')};function ${init.name}(){if(${state}===1)return;if(${state})throw ${state}[0];${state}=1;try{${moved}${body}}catch(error){throw ${state}=[error],error}}`;
+    edits.push([start, statement.end, declaration]);
+    lean++;
+  }
+  if (lean === 0) throw new Error('cli bundle: no __esm initialiser found');
+  let out = text;
+  for (const [from, to, replacement] of edits.sort((a, b) => b[0] - a[0])) out = out.slice(0, from) + replacement + out.slice(to);
+  if (/\b__esm\(\{/.test(out)) throw new Error('cli bundle: an __esm initialiser is left');
+  return out;
 }
 
 /**
@@ -258,17 +326,21 @@ function wrapCli(text, imports) {
   const helper = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:!0});';
   if (body.split(helper).length !== 2) throw new Error("cli bundle: esbuild's __name helper is not where it was expected");
   body = body.replace(helper, 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0});');
+  // esbuild escapes any other character (charset: ascii), and the loader relies on it (it reads the
+  // source the cache holds as latin1, a plain copy of its bytes).
+  if (/[^\x00-\x7f]/.test(body)) throw new Error('cli bundle: the output is not ASCII');
   return `(function (exports, require, module, __filename, __dirname, __panelctlImport, __panelctlImported) {${body}\n})`;
 }
 
 /**
- * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a fake
- * API): the compiled code of commander, the program, the context and the client. It is only an
- * optimisation: V8 rejects a cache made by another Node version or other flags, and the loader
- * then compiles the source. The file starts with the source it belongs to (see bin/panelctl.js).
+ * V8's code cache of cli.js after a `keys list --json` run (in a child process, against a local
+ * HTTP server: see writeCodeCache in bin/panelctl.js): the compiled code of commander, the
+ * program, the context and the client. It is only an optimisation: V8 rejects a cache made by
+ * another Node version or other flags, and the loader then compiles the source. The file starts
+ * with the source it belongs to (see bin/panelctl.js). The run's stdout (its JSON) is dropped.
  */
 function writeCodeCache() {
   const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));
-  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (result.status !== 0) throw new Error('cli bundle: writing the code cache failed');
+  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  if (result.status !== 0 || !existsSync(join(bundleDir, 'cli.js.cache'))) throw new Error('cli bundle: writing the code cache failed');
 }

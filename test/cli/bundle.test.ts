@@ -70,6 +70,30 @@ describe('the built CLI runs from its bundle', () => {
     expect(new Set(await loaded())).toEqual(new Set(['bin/panelctl.js']));
   });
 
+  it('keys list --json never creates process.stderr (a socket of its own on a pipe); an error still reaches it', async () => {
+    const created = join(dir, 'stderr.log');
+    const probe = join(dir, 'stderr-probe.cjs');
+    await writeFile(
+      probe,
+      `const own = Object.getOwnPropertyDescriptor(process, 'stderr');
+      Object.defineProperty(process, 'stderr', { configurable: true, enumerable: own.enumerable, get() {
+        require('node:fs').appendFileSync(${JSON.stringify(created)}, 'created\\n');
+        Object.defineProperty(process, 'stderr', own);
+        return own.get.call(process);
+      } });\n`,
+    );
+    const probed = { ...env, NODE_OPTIONS: `--require=${probe}` };
+    await rm(created, { force: true });
+    const result = await runCli(['keys', 'list', '--json'], { env: probed });
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual([]);
+    await expect(readFile(created, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+    const usage = await runCli(['keys', 'lst'], { env: probed });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("unknown command 'lst'");
+    expect(await readFile(created, 'utf8')).toBe('created\n');
+  });
+
   it('a refused connection loads daemon/lock.js from dist/ when it needs it, for its advice', async () => {
     await rm(log(), { force: true });
     const result = await runCli(['keys', 'list'], { env: { ...env, PANELCTL_URL: 'https://127.0.0.1:1' } });
@@ -95,6 +119,19 @@ describe('the built CLI runs from its bundle', () => {
 
   it('the code cache made by the build is accepted by this Node', () => {
     const loader = JSON.stringify(join(ROOT, 'bin/panelctl.js'));
+    const child = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    expect(child.stderr).toBe('');
+    expect(child.stdout).toBe('false');
+  });
+
+  it('a copy of the bundle (a cli.js of another ctime than the cache names) still uses the cache once its source compares equal', async () => {
+    const copy = join(dir, 'same');
+    await cp(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
+    await cp(join(ROOT, 'dist/cli-bundle'), join(copy, 'dist/cli-bundle'), { recursive: true });
+    const loader = JSON.stringify(join(copy, 'bin/panelctl.js'));
     const child = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], {
       encoding: 'utf8',
       env: { ...process.env, NODE_OPTIONS: '' },
