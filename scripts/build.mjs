@@ -309,6 +309,23 @@ async function bundleDaemon() {
     setup(b) {
       // pg's optional native binding: required only where `pg.native` is read, which we never do.
       b.onResolve({ filter: /^pg-native$/ }, (args) => ({ path: args.path, external: true }));
+      // undici's index.js loads all of undici (fetch, WebSocket, caches, mocks: some 110 modules,
+      // and Node's own undici through globalThis.Headers) for the Agent and connector the webhook
+      // sender uses: our sources get those from their lib/ files, with the request methods that
+      // index.js gives every dispatcher (a name not re-exported here fails the build).
+      b.onResolve({ filter: /^undici$/ }, (args) => (args.importer.startsWith(src + sep) ? { path: 'undici', namespace: 'panelctl-undici' } : undefined));
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-undici' }, () => {
+        const lib = join(dirname(createRequire(import.meta.url).resolve('undici')), 'lib');
+        const from = (file) => JSON.stringify(join(lib, file));
+        const contents = [
+          `import Dispatcher from ${from('dispatcher/dispatcher.js')};`,
+          `import api from ${from('api/index.js')};`,
+          'Object.assign(Dispatcher.prototype, api);',
+          `export { default as Agent } from ${from('dispatcher/agent.js')};`,
+          `export { default as buildConnector } from ${from('core/connect.js')};`,
+        ].join('\n');
+        return { contents, loader: 'js', resolveDir: lib };
+      });
       b.onLoad({ filter: /[\\/]src[\\/]shared[\\/]version\.ts$/ }, () => ({
         contents: `export const VERSION = ${JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)};`,
         loader: 'ts',
@@ -328,9 +345,13 @@ async function bundleDaemon() {
         if (!resolvedFromBundle.has(name)) resolvedFromBundle.set(name, requireFromBundle.resolve(`${name}/package.json`));
         if (resolvedFromBundle.get(name) !== join(pkgDir, 'package.json')) throw new Error(`daemon bundle: ${name} resolves from the bundle to another copy than ${pkgDir}`);
         if (/^\s*(import|export)\b/m.test(text)) throw new Error(`daemon bundle: ${args.path} is an ES module using __dirname or __filename`);
-        const sub = relative(pkgDir, dirname(args.path)).split(sep).join('/');
-        const prelude = `var __dirname = __panelctlPackageDir(${JSON.stringify(name)}, ${JSON.stringify(sub)}), __filename = require("node:path").join(__dirname, ${JSON.stringify(basename(args.path))});`;
-        return { contents: `${prelude}${text}`, loader: 'js' };
+        if (/\b(var|let|const)\s+__(dirname|filename)\b/.test(text)) throw new Error(`daemon bundle: ${args.path} declares __dirname or __filename`);
+        // Found when first used (a require.resolve from the bundle), not when the module starts.
+        const dir = `__panelctlPackageDir(${JSON.stringify(name)}, ${JSON.stringify(relative(pkgDir, dirname(args.path)).split(sep).join('/'))})`;
+        const contents = text
+          .replace(/(?<![.\w$])__dirname\b/g, dir)
+          .replace(/(?<![.\w$])__filename\b/g, `require("node:path").join(${dir}, ${JSON.stringify(basename(args.path))})`);
+        return { contents, loader: 'js' };
       });
     },
   };
