@@ -309,6 +309,24 @@ async function bundleDaemon() {
     setup(b) {
       // pg's optional native binding: required only where `pg.native` is read, which we never do.
       b.onResolve({ filter: /^pg-native$/ }, (args) => ({ path: args.path, external: true }));
+      // node:http2 is for fastify's `http2` option and undici's `allowH2`, neither of which the
+      // daemon uses: it is required when first used (loading it was a tenth of a start's module work).
+      b.onResolve({ filter: /^(node:)?http2$/ }, (args) => {
+        if (args.namespace === 'panelctl-lazy-builtin') return { path: args.path, external: true };
+        return args.kind === 'require-call' ? { path: 'node:http2', namespace: 'panelctl-lazy-builtin' } : undefined;
+      });
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy-builtin' }, (args) => ({
+        contents: `let loaded; module.exports = new Proxy({}, { get: (_, name) => (loaded ??= require(${JSON.stringify(args.path)}))[name] });`,
+        loader: 'js',
+      }));
+      // undici's client starts its HTTP/2 half (which reads http2's constants when it loads) with
+      // the client module: it is required when a connection first negotiates h2.
+      b.onLoad({ filter: /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        const eager = "const connectH2 = require('./client-h2.js')";
+        if (text.split(eager).length !== 2) throw new Error(`daemon bundle: ${args.path} no longer holds ${eager}: update bundleDaemon`);
+        return { contents: text.replace(eager, "let clientH2\nconst connectH2 = (...args) => (clientH2 ??= require('./client-h2.js'))(...args)"), loader: 'js' };
+      });
       // undici's index.js loads all of undici (fetch, WebSocket, caches, mocks: some 110 modules,
       // and Node's own undici through globalThis.Headers) for the Agent and connector the webhook
       // sender uses: our sources get those from their lib/ files, with the request methods that

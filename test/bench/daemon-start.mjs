@@ -81,6 +81,8 @@ async function startOnce(bin, template, { env = {}, profileDir } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-start-'));
   await cp(template, dir, { recursive: true });
   const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  // BENCH_DAEMON_FLAGS="--flag ..." passes further node flags to the profiled starts (e.g. --cpu-prof-interval=100).
+  if (profileDir && process.env.BENCH_DAEMON_FLAGS) flags.push(...process.env.BENCH_DAEMON_FLAGS.split(' ').filter(Boolean));
   const before = childrenCpuMs();
   const started = performance.now();
   const proc = spawn(process.execPath, [...flags, bin, 'daemon', 'start', '--foreground', '--data-dir', dir, '--port', '0', '--log-level', 'warn'], {

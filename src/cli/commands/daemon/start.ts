@@ -1,6 +1,5 @@
 // `panelctl daemon start`: initialises the data directory when needed, then either serves in
 // the foreground or starts a detached daemon and waits until its API answers.
-import { spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -149,6 +148,8 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
     const unused = await unusedJsonStoreWarning(paths.store, describeDatabaseUrl(databaseUrl));
     if (unused) ctx.err(`warning: ${unused}`);
   }
+  // Imported here: a foreground daemon never starts a process.
+  const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   closeSync(log);
   let exited: number | null = null;
