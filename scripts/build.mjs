@@ -133,8 +133,9 @@ function compiledPath(file) {
  * `import()` reaches in an initialiser, so a command still runs only its own modules' code.
  *
  * Only src/cli is bundled: src/shared, src/daemon and src/store, and every other package, are
- * loaded from where they are (dist/, node_modules/), so the daemon a CLI command runs is the
- * same dist/ code the tests and the service run, and no module exists twice in a process.
+ * loaded from where they are (dist/, node_modules/), but for `daemon start`'s import of the
+ * daemon's entry, which loads the daemon's bundle (bundleDaemon below), and no module exists
+ * twice in a process.
  * Their static imports become require() (ES modules through require(esm), Node >= 20.19);
  * their `import()`s stay real imports, made by the loader (see bin/panelctl.js): a script
  * compiled with cached data cannot call import() itself on Node 20. `import.meta.url` in a CLI
@@ -405,13 +406,17 @@ async function bundleDaemon() {
   const packageDir = 'const __panelctlPackageDirs=new Map(),__panelctlPackageDir=(name,sub)=>{let dir=__panelctlPackageDirs.get(name);if(dir===undefined)__panelctlPackageDirs.set(name,dir=require("node:path").dirname(require.resolve(name+"/package.json")));return require("node:path").join(dir,sub)};';
   mkdirSync(daemonBundleDir, { recursive: true });
   writeFileSync(join(daemonBundleDir, 'daemon.js'), `(function (exports, require, module, __filename, __dirname) {${packageDir}${body}\n})`);
-  // The cache is made by a start on a data directory initialised by the CLI just built.
+  // The cache is made by a start on a data directory initialised by the CLI just built, in a
+  // temporary directory: none of the builder's panelctl settings (a PANELCTL_DATABASE_URL would
+  // have init write to that database) reaches either process.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('PANELCTL_') && name !== 'PANEL_DATA_DIR'));
   const dataDir = mkdtempSync(join(tmpdir(), 'panelctl-build-'));
   try {
-    const init = spawnSync(process.execPath, [join(root, 'bin', 'panelctl.js'), 'init', '--data-dir', dataDir, '--password-stdin'], { input: 'code-cache-password\n', stdio: ['pipe', 'ignore', 'inherit'] });
+    const init = spawnSync(process.execPath, [join(root, 'bin', 'panelctl.js'), 'init', '--data-dir', dataDir, '--password-stdin'], { input: 'code-cache-password\n', stdio: ['pipe', 'ignore', 'inherit'], env });
     if (init.status !== 0) throw new Error('daemon bundle: init for the code cache failed');
     const cache = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(daemonLoader)}).writeCodeCache(${JSON.stringify(dataDir)}).catch((error) => { console.error(error); process.exit(1); })`], {
       stdio: ['ignore', 'inherit', 'inherit'],
+      env,
     });
     if (cache.status !== 0) throw new Error('daemon bundle: writing the code cache failed');
   } finally {
