@@ -311,7 +311,7 @@ async function bundleDaemon() {
       // pg's optional native binding: required only where `pg.native` is read, which we never do.
       b.onResolve({ filter: /^pg-native$/ }, (args) => ({ path: args.path, external: true }));
       // node:http2 is for fastify's `http2` option and undici's `allowH2`, neither of which the
-      // daemon uses: it is required when first used (loading it was a tenth of a start's module work).
+      // daemon uses: it is required when first used (it is one of the largest built-in modules).
       b.onResolve({ filter: /^(node:)?http2$/ }, (args) => {
         if (args.namespace === 'panelctl-lazy-builtin') return { path: args.path, external: true };
         return args.kind === 'require-call' ? { path: 'node:http2', namespace: 'panelctl-lazy-builtin' } : undefined;
@@ -405,7 +405,8 @@ async function bundleDaemon() {
   body = body.replace(helper, 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0});');
   const packageDir = 'const __panelctlPackageDirs=new Map(),__panelctlPackageDir=(name,sub)=>{let dir=__panelctlPackageDirs.get(name);if(dir===undefined)__panelctlPackageDirs.set(name,dir=require("node:path").dirname(require.resolve(name+"/package.json")));return require("node:path").join(dir,sub)};';
   mkdirSync(daemonBundleDir, { recursive: true });
-  writeFileSync(join(daemonBundleDir, 'daemon.js'), `(function (exports, require, module, __filename, __dirname) {${packageDir}${body}\n})`);
+  // The directive first: esbuild's own "use strict" no longer is, after the helper.
+  writeFileSync(join(daemonBundleDir, 'daemon.js'), `(function (exports, require, module, __filename, __dirname) {"use strict";${packageDir}${body}\n})`);
   // The cache is made by a start on a data directory initialised by the CLI just built, in a
   // temporary directory: none of the builder's panelctl settings (a PANELCTL_DATABASE_URL would
   // have init write to that database) reaches either process.
