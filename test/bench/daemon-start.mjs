@@ -2,7 +2,7 @@
 // --port 0 --log-level warn` on a fresh copy of an initialised data directory, ready once
 // daemon.json names its pid. Measured per start: wall time from spawn to ready, and the
 // child's CPU time (user + system) at ready (/proc/PID/stat) and over its whole life (start,
-// SIGTERM, clean exit: this process's reaped-children CPU). For the JSON store and for
+// SIGTERM, clean exit: this process's reaped-children CPU), and its peak RSS at ready. For the JSON store and for
 // PostgreSQL (one database per build), alternating this build with another build
 // (BENCH_DAEMON_START_OTHER or BENCH_DISPATCH_OTHER: a built checkout) and with `node -e 0`.
 //
@@ -93,10 +93,11 @@ async function startOnce(bin, template, { env = {}, profileDir } = {}) {
   try {
     const readyAt = await readyIn(dir, proc.pid, proc);
     const cpuAtReady = processCpuMs(proc.pid);
+    const rss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
     proc.kill('SIGTERM');
     const code = await exited;
     if (code !== 0) throw new Error(`daemon exited ${code} after SIGTERM`);
-    return { ready: readyAt - started, cpu: cpuAtReady, life: childrenCpuMs() - before };
+    return { ready: readyAt - started, cpu: cpuAtReady, life: childrenCpuMs() - before, rss };
   } finally {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
@@ -110,12 +111,12 @@ async function nodeFloor() {
   const proc = spawn(process.execPath, ['-e', '0'], { env: testEnv(), stdio: 'ignore' });
   await new Promise((resolve) => proc.once('exit', resolve));
   const ready = performance.now() - started;
-  return { ready, cpu: childrenCpuMs() - before, life: childrenCpuMs() - before };
+  return { ready, cpu: childrenCpuMs() - before, life: childrenCpuMs() - before, rss: NaN };
 }
 
 function summarise(samples) {
   const mean = (key) => samples.reduce((sum, s) => sum + s[key], 0) / samples.length;
-  return { ready: median(samples.map((s) => s.ready)), cpu: mean('cpu'), life: mean('life'), runs: samples.length };
+  return { ready: median(samples.map((s) => s.ready)), cpu: mean('cpu'), life: mean('life'), rss: median(samples.map((s) => s.rss)), runs: samples.length };
 }
 
 /**
@@ -132,7 +133,10 @@ async function measure(sides, runs, log) {
     }
   }
   const result = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summarise(list)]));
-  for (const [name, r] of Object.entries(result)) log(`  ${name}: ready ${r.ready.toFixed(0)} ms (median), CPU ${r.cpu.toFixed(0)} ms to ready, ${r.life.toFixed(0)} ms over its life (means of ${r.runs})`);
+  for (const [name, r] of Object.entries(result)) {
+    const rss = Number.isNaN(r.rss) ? '' : `, peak RSS at ready ${r.rss.toFixed(0)} MB (median)`;
+    log(`  ${name}: ready ${r.ready.toFixed(0)} ms (median), CPU ${r.cpu.toFixed(0)} ms to ready, ${r.life.toFixed(0)} ms over its life (means of ${r.runs})${rss}`);
+  }
   return result;
 }
 
