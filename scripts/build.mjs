@@ -10,13 +10,15 @@
 // `--force` (npm run build -- --force) builds whatever the times say; so does removing dist/.
 //
 // After tsc, the CLI is bundled with esbuild into dist/cli-bundle/ (what bin/panelctl.js runs):
-// see bundleCli below and docs/decisions/cli.md.
+// see bundleCli below and docs/decisions/cli.md; then the daemon into dist/daemon-bundle/ (what
+// `daemon start` runs, through bin/daemon-loader.js): see bundleDaemon and docs/decisions/daemon-start.md.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -25,7 +27,10 @@ const src = join(root, 'src');
 const cliSrc = join(src, 'cli');
 const sharedSrc = join(src, 'shared');
 const bundleDir = join(root, 'dist', 'cli-bundle');
-const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'bin/panelctl.js'].map((name) => join(root, name));
+const daemonBundleDir = join(root, 'dist', 'daemon-bundle');
+const daemonEntry = join(src, 'daemon', 'entry.ts');
+const daemonLoader = join(root, 'bin', 'daemon-loader.js');
+const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'bin/panelctl.js', 'bin/daemon-loader.js'].map((name) => join(root, name));
 
 /** The newest modification time under `dir`, directories included (they change when files come and go). */
 function newest(dir) {
@@ -69,7 +74,7 @@ if (!force && built !== null) {
   } catch {
     // an old or damaged stamp: build
   }
-  if (recorded === digest && newest(src) < built && existsSync(join(bundleDir, 'cli.js.cache'))) {
+  if (recorded === digest && newest(src) < built && existsSync(join(bundleDir, 'cli.js.cache')) && existsSync(join(daemonBundleDir, 'daemon.js.cache'))) {
     console.log('dist/ is up to date with src/ (npm run build -- --force rebuilds)');
     process.exit(0);
   }
@@ -82,6 +87,7 @@ const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json
 });
 if (result.status !== 0) process.exit(result.status ?? 1);
 await bundleCli();
+await bundleDaemon();
 // Stamped with the time the build started: a file saved while tsc ran is newer, so the next
 // build compiles it.
 writeFileSync(stamp, `${JSON.stringify({ started: started.toISOString(), inputs: digest })}\n`);
@@ -127,8 +133,9 @@ function compiledPath(file) {
  * `import()` reaches in an initialiser, so a command still runs only its own modules' code.
  *
  * Only src/cli is bundled: src/shared, src/daemon and src/store, and every other package, are
- * loaded from where they are (dist/, node_modules/), so the daemon a CLI command runs is the
- * same dist/ code the tests and the service run, and no module exists twice in a process.
+ * loaded from where they are (dist/, node_modules/), but for `daemon start`'s import of the
+ * daemon's entry, which loads the daemon's bundle (bundleDaemon below), and no module exists
+ * twice in a process.
  * Their static imports become require() (ES modules through require(esm), Node >= 20.19);
  * their `import()`s stay real imports, made by the loader (see bin/panelctl.js): a script
  * compiled with cached data cannot call import() itself on Node 20. `import.meta.url` in a CLI
@@ -141,7 +148,7 @@ async function bundleCli() {
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return undefined;
-        if (args.namespace === 'panelctl-lazy' || args.namespace === 'panelctl-lazy-builtin') return { path: args.path, external: true };
+        if (args.namespace === 'panelctl-lazy' || args.namespace === 'panelctl-lazy-builtin' || args.namespace === 'panelctl-daemon') return { path: args.path, external: true };
         // commander needs child_process only to run executable subcommands, which panelctl has
         // none of: it is required when first used, not on every start.
         if (args.path === 'node:child_process' && args.kind === 'require-call') return { path: args.path, namespace: 'panelctl-lazy-builtin' };
@@ -161,6 +168,11 @@ async function bundleCli() {
         if (!args.importer.startsWith(src + sep)) return undefined;
         const target = resolve(args.resolveDir, args.path);
         if (target.startsWith(cliSrc + sep) || target.startsWith(sharedSrc + sep)) return undefined;
+        // The daemon's entry is the daemon's bundle, through its loader (bundleDaemon below).
+        if (compiledPath(target) === compiledPath(daemonEntry)) {
+          if (args.kind !== 'dynamic-import') throw new Error('cli bundle: the daemon entry is imported with import(), where a command needs it');
+          return { path: 'daemon-entry', namespace: 'panelctl-daemon' };
+        }
         const path = fromBundle(compiledPath(target));
         // A static import of daemon or store code is required where a name of it is first used,
         // not when the importing module starts (context.ts needs daemon/lock.js only after a
@@ -187,6 +199,7 @@ async function bundleCli() {
         ].join('\n');
         return { contents, loader: 'js', resolveDir: lib };
       });
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-daemon' }, () => ({ contents: `module.exports = require(${JSON.stringify(fromBundle(daemonLoader))}).loadDaemon();`, loader: 'js' }));
       b.onLoad({ filter: /.*/, namespace: 'panelctl-imported' }, (args) => ({ contents: `module.exports = __panelctlImported(${JSON.stringify(args.path)});`, loader: 'js' }));
       b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy' }, async (args) => {
         // Its names, from the tsc output (built before the bundle): one getter each.
@@ -343,4 +356,143 @@ function writeCodeCache() {
   const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));
   const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'pipe', 'inherit'] });
   if (result.status !== 0 || !existsSync(join(bundleDir, 'cli.js.cache'))) throw new Error('cli bundle: writing the code cache failed');
+}
+
+/**
+ * The daemon (src/daemon/entry.ts: what `daemon start` uses) as one CommonJS script,
+ * dist/daemon-bundle/daemon.js, with src/daemon, src/store, src/shared and every package they
+ * load, which bin/daemon-loader.js compiles with a V8 code cache made here (daemon.js.cache):
+ * a start from dist/ and node_modules resolved, read, linked and compiled some 1,200 module
+ * files, most of a start's CPU (docs/decisions/daemon-start.md). The CLI's bundle sends
+ * `daemon start`'s import of the entry here (bundleCli), so that command loads no daemon or store
+ * module from dist/ and no package twice; every other command, the tests' in-process app and the
+ * docs generator load dist/ as before.
+ *
+ * In the bundle, `import.meta.url` means the URL of the file's tsc output (the metrics listener's
+ * worker is started from dist/), a package file's `__dirname` and `__filename` are where that file
+ * is installed (@fastify/swagger-ui serves its assets from there), and every `import()` of a
+ * module left outside is a require(): a script compiled with cached data cannot import() on Node 20.
+ */
+async function bundleDaemon() {
+  const { build } = await import('esbuild');
+  const requireFromBundle = createRequire(join(daemonBundleDir, 'daemon.js'));
+  const resolvedFromBundle = new Map();
+  const plugin = {
+    name: 'panelctl-daemon-bundle',
+    setup(b) {
+      // pg's optional native binding: required only where `pg.native` is read, which we never do.
+      b.onResolve({ filter: /^pg-native$/ }, (args) => ({ path: args.path, external: true }));
+      // node:http2 is for fastify's `http2` option and undici's `allowH2`, neither of which the
+      // daemon uses: it is required when first used (it is one of the largest built-in modules).
+      b.onResolve({ filter: /^(node:)?http2$/ }, (args) => {
+        if (args.namespace === 'panelctl-lazy-builtin') return { path: args.path, external: true };
+        return args.kind === 'require-call' ? { path: 'node:http2', namespace: 'panelctl-lazy-builtin' } : undefined;
+      });
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-lazy-builtin' }, (args) => ({
+        contents: `let loaded; module.exports = new Proxy({}, { get: (_, name) => (loaded ??= require(${JSON.stringify(args.path)}))[name] });`,
+        loader: 'js',
+      }));
+      // undici's client starts its HTTP/2 half (which reads http2's constants when it loads) with
+      // the client module: it is required when a connection first negotiates h2.
+      b.onLoad({ filter: /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        const eager = "const connectH2 = require('./client-h2.js')";
+        if (text.split(eager).length !== 2) throw new Error(`daemon bundle: ${args.path} no longer holds ${eager}: update bundleDaemon`);
+        return { contents: text.replace(eager, "let clientH2\nconst connectH2 = (...args) => (clientH2 ??= require('./client-h2.js'))(...args)"), loader: 'js' };
+      });
+      // undici's index.js loads all of undici (fetch, WebSocket, caches, mocks: some 110 modules,
+      // and Node's own undici through globalThis.Headers) for the Agent and connector the webhook
+      // sender uses: our sources get those from their lib/ files, with the request methods that
+      // index.js gives every dispatcher (a name not re-exported here fails the build).
+      b.onResolve({ filter: /^undici$/ }, (args) => (args.importer.startsWith(src + sep) ? { path: 'undici', namespace: 'panelctl-undici' } : undefined));
+      b.onLoad({ filter: /.*/, namespace: 'panelctl-undici' }, () => {
+        const lib = join(dirname(createRequire(import.meta.url).resolve('undici')), 'lib');
+        const from = (file) => JSON.stringify(join(lib, file));
+        const contents = [
+          `import Dispatcher from ${from('dispatcher/dispatcher.js')};`,
+          `import api from ${from('api/index.js')};`,
+          'Object.assign(Dispatcher.prototype, api);',
+          `export { default as Agent } from ${from('dispatcher/agent.js')};`,
+          `export { default as buildConnector } from ${from('core/connect.js')};`,
+        ].join('\n');
+        return { contents, loader: 'js', resolveDir: lib };
+      });
+      b.onLoad({ filter: /[\\/]src[\\/]shared[\\/]version\.ts$/ }, () => ({
+        contents: `export const VERSION = ${JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)};`,
+        loader: 'ts',
+      }));
+      b.onLoad({ filter: /\.tsx?$/ }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        const here = `require('node:url').pathToFileURL(require('node:path').join(__dirname, ${JSON.stringify(relative(daemonBundleDir, compiledPath(args.path)).split(sep).join('/'))})).href`;
+        return { contents: text.replaceAll('import.meta.url', here), loader: args.path.endsWith('x') ? 'tsx' : 'ts' };
+      });
+      b.onLoad({ filter: /[\\/]node_modules[\\/].*\.c?js$/ }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        if (!/\b__(dirname|filename)\b/.test(text)) return undefined;
+        // The package's directory, as a require() from the bundle finds it where it runs.
+        let pkgDir = dirname(args.path);
+        while (!existsSync(join(pkgDir, 'package.json')) || !JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).name) pkgDir = dirname(pkgDir);
+        const name = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).name;
+        if (!resolvedFromBundle.has(name)) resolvedFromBundle.set(name, requireFromBundle.resolve(`${name}/package.json`));
+        if (resolvedFromBundle.get(name) !== join(pkgDir, 'package.json')) throw new Error(`daemon bundle: ${name} resolves from the bundle to another copy than ${pkgDir}`);
+        if (/^\s*(import|export)\b/m.test(text)) throw new Error(`daemon bundle: ${args.path} is an ES module using __dirname or __filename`);
+        if (/\b(var|let|const)\s+__(dirname|filename)\b/.test(text)) throw new Error(`daemon bundle: ${args.path} declares __dirname or __filename`);
+        // Found when first used (a require.resolve from the bundle), not when the module starts.
+        const dir = `__panelctlPackageDir(${JSON.stringify(name)}, ${JSON.stringify(relative(pkgDir, dirname(args.path)).split(sep).join('/'))})`;
+        const contents = text
+          .replace(/(?<![.\w$])__dirname\b/g, dir)
+          .replace(/(?<![.\w$])__filename\b/g, `require("node:path").join(${dir}, ${JSON.stringify(basename(args.path))})`);
+        return { contents, loader: 'js' };
+      });
+    },
+  };
+  rmSync(daemonBundleDir, { recursive: true, force: true });
+  const result = await build({
+    entryPoints: [daemonEntry],
+    outfile: join(daemonBundleDir, 'daemon.js'),
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    tsconfig: join(root, 'tsconfig.json'),
+    plugins: [plugin],
+    // As the CLI's bundle: whitespace and syntax minified, names kept (error classes name
+    // themselves after their class, and stack traces read).
+    minifyWhitespace: true,
+    minifySyntax: true,
+    keepNames: true,
+    metafile: true,
+    write: false,
+    logLevel: 'warning',
+  });
+  const [output] = result.outputFiles;
+  const imports = Object.values(result.metafile.outputs)[0].imports.filter((i) => i.kind === 'dynamic-import' && i.external);
+  let body = output.text;
+  for (const specifier of new Set(imports.map((i) => i.path))) {
+    body = body.replaceAll(`import(${JSON.stringify(specifier)})`, `Promise.resolve().then(()=>require(${JSON.stringify(specifier)}))`);
+  }
+  if (/\bimport\(/.test(body)) throw new Error('daemon bundle: an import() is left that is not an external dynamic import');
+  const helper = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:!0});';
+  if (body.split(helper).length !== 2) throw new Error("daemon bundle: esbuild's __name helper is not where it was expected");
+  body = body.replace(helper, 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0});');
+  const packageDir = 'const __panelctlPackageDirs=new Map(),__panelctlPackageDir=(name,sub)=>{let dir=__panelctlPackageDirs.get(name);if(dir===undefined)__panelctlPackageDirs.set(name,dir=require("node:path").dirname(require.resolve(name+"/package.json")));return require("node:path").join(dir,sub)};';
+  mkdirSync(daemonBundleDir, { recursive: true });
+  // The directive first: esbuild's own "use strict" no longer is, after the helper.
+  writeFileSync(join(daemonBundleDir, 'daemon.js'), `(function (exports, require, module, __filename, __dirname) {"use strict";${packageDir}${body}\n})`);
+  // The cache is made by a start on a data directory initialised by the CLI just built, in a
+  // temporary directory: none of the builder's panelctl settings (a PANELCTL_DATABASE_URL would
+  // have init write to that database) reaches either process.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('PANELCTL_') && name !== 'PANEL_DATA_DIR'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'panelctl-build-'));
+  try {
+    const init = spawnSync(process.execPath, [join(root, 'bin', 'panelctl.js'), 'init', '--data-dir', dataDir, '--password-stdin'], { input: 'code-cache-password\n', stdio: ['pipe', 'ignore', 'inherit'], env });
+    if (init.status !== 0) throw new Error('daemon bundle: init for the code cache failed');
+    const cache = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(daemonLoader)}).writeCodeCache(${JSON.stringify(dataDir)}).catch((error) => { console.error(error); process.exit(1); })`], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env,
+    });
+    if (cache.status !== 0) throw new Error('daemon bundle: writing the code cache failed');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }

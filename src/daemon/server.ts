@@ -137,7 +137,10 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
         },
         logController: new RequestLines(level, { oneLine: Boolean(options.pretty) }),
         ...fastifyLimitOptions(limits),
-        ...(https ? { https: { ...https, ...nodeServerOptions(limits) } } : { http: nodeServerOptions(limits) }),
+        // `ca: []`: the server asks no client for a certificate, so it verifies none, and its
+        // context needs no store of Node's root certificates, which Node would otherwise parse at
+        // every start (the webhook sender's connections load them when a delivery first needs them).
+        ...(https ? { https: { ...https, ca: [], ...nodeServerOptions(limits) } } : { http: nodeServerOptions(limits) }),
       } as object,
     ).catch((error: NodeJS.ErrnoException) => {
       // The TLS context is made with the server: a file that is not a usable PEM fails here.

@@ -44,3 +44,6 @@ export function layout(root: string): DataLayout {
 
 export const DEFAULT_PORT = 3443;
 export const DEFAULT_HOST = '127.0.0.1';
+/** The daemon log's rotation (`--log-max-size`, `--log-keep`): here, so the CLI builds its options without loading daemon code. */
+export const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_LOG_KEEP = 5;

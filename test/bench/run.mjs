@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { request, Agent } from 'undici';
 import { benchBacklog } from './backlog.mjs';
+import { benchDaemonStart } from './daemon-start.mjs';
 import { benchGraphile } from './graphile.mjs';
 import { benchLogPostgres, benchWebhooksLarge } from './logs.mjs';
 import { benchMatching } from './matching.mjs';
@@ -938,6 +939,12 @@ await stage('matching', async () => (results.matching = await benchMatching({ ev
 await stage('matchingPostgres', async () => (results.matchingPostgres = await withCluster((adminUrl) => benchMatching({ adminUrl, events: EVENTS, rounds: QUICK ? 1 : 5, log, settings: BENCH_SETTINGS }))));
 await stage('cli', benchCli);
 await stage('metrics', benchMetrics);
+await stage('daemonStart', async () =>
+  (results.daemonStart = await benchDaemonStart({
+    runs: Number(process.env.BENCH_DAEMON_START_RUNS ?? (QUICK ? 5 : 15)),
+    stores: (process.env.BENCH_DAEMON_START_STORES ?? 'json,postgres').split(','),
+    log,
+  })));
 await stage('writes', async () => (results.writes = await benchWritesJson({ sizes: QUICK ? [1_000, 10_000] : [1_000, 10_000, 50_000], seconds: QUICK ? 4 : 10, log, settings: BENCH_SETTINGS })));
 await stage('postgres', async () =>
   (results.postgres = await withCluster(async (adminUrl) => ({

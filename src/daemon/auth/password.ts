@@ -32,10 +32,15 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-/** A hash of a random password, verified against for unknown emails so both paths take the same time. */
-let dummyHash: Promise<string> | null = null;
-export function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword(randomBytes(16).toString('hex'));
+/**
+ * What unknown emails are verified against, so that both paths take one scrypt of the same cost:
+ * the current parameters with a random salt and a random hash, which no password is known to
+ * give. Made without hashing (what a verification costs depends on the parameters alone), so a
+ * start computes no scrypt and the first unknown email costs one hash, like any other.
+ */
+let dummyHash: string | null = null;
+export function dummyPasswordHash(): string {
+  dummyHash ??= ['scrypt', N, R, P, randomBytes(16).toString('base64'), randomBytes(KEY_LENGTH).toString('base64')].join('$');
   return dummyHash;
 }
 

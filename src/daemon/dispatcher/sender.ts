@@ -79,7 +79,8 @@ function describeError(error: unknown): string {
 
 export class WebhookSender {
   readonly #timeoutMs: number;
-  readonly #secureContext: SecureContext | undefined;
+  readonly #ca: string[] | undefined;
+  #secureContext: SecureContext | undefined;
   readonly #resolve: SenderOptions['resolve'];
   readonly #local: LocalTargets | undefined;
   #agent: Agent | null = null;
@@ -87,8 +88,7 @@ export class WebhookSender {
 
   constructor(options: SenderOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
-    // One context for every connection: building it per connect would parse all roots each time.
-    this.#secureContext = options.ca?.length ? createSecureContext({ ca: [...rootCertificates, ...options.ca] }) : undefined;
+    this.#ca = options.ca?.length ? options.ca : undefined;
     this.#resolve = options.resolve;
     this.#local = options.local;
   }
@@ -134,6 +134,10 @@ export class WebhookSender {
   }
 
   #connector(allowPrivate: boolean): buildConnector.connector {
+    // One context for every connection (building it per connect would parse all roots each
+    // time), made with the first agent: a start does not parse some 150 root certificates for
+    // deliveries it may never make.
+    if (this.#ca) this.#secureContext ??= createSecureContext({ ca: [...rootCertificates, ...this.#ca] });
     const connect = buildConnector({
       timeout: this.#timeoutMs,
       ...(this.#secureContext ? { secureContext: this.#secureContext } : {}),

@@ -3,9 +3,9 @@
 // new daemon.log starts. A pino destination: lines are written synchronously (as
 // pino.destination does by default), so a crash loses nothing already logged.
 import { closeSync, fstatSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { DEFAULT_LOG_KEEP, DEFAULT_LOG_MAX_BYTES } from '../../shared/paths.js';
 
-export const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
-export const DEFAULT_LOG_KEEP = 5;
+export { DEFAULT_LOG_KEEP, DEFAULT_LOG_MAX_BYTES };
 
 export interface RotatingFileOptions {
   /** Rotate once the file reaches this size (bytes). */

@@ -1,17 +1,15 @@
 // `panelctl daemon start`: initialises the data directory when needed, then either serves in
 // the foreground or starts a detached daemon and waits until its API answers.
-import { spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
-import { DEFAULT_HOST, DEFAULT_PORT, layout } from '../../../shared/paths.js';
+import { DEFAULT_HOST, DEFAULT_LOG_KEEP, DEFAULT_LOG_MAX_BYTES, DEFAULT_PORT, layout } from '../../../shared/paths.js';
 import { EXIT } from '../../../shared/errors.js';
 import type { Context } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
 import { databaseUrlOf, reportInit } from '../init.js';
 import { waitForHealth } from './health.js';
-import { DEFAULT_LOG_KEEP, DEFAULT_LOG_MAX_BYTES } from '../../../daemon/log/rotating-file.js';
 
 export interface DaemonStartOptions {
   foreground?: boolean;
@@ -72,8 +70,10 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   if (Boolean(options.tlsCert) !== Boolean(options.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
   const dir = ctx.dataDir();
   const paths = layout(dir);
-  const { AlreadyInitialisedError, isInitialised, initDataDir, prepareDataDir } = await import('../../../daemon/init.js');
-  const { readPid, isDaemon } = await import('../../../daemon/lock.js');
+  // Every daemon and store module this command uses comes through the daemon's entry: the built
+  // CLI loads it from the daemon's bundle (src/daemon/entry.ts).
+  const daemonCode = await import('../../../daemon/entry.js');
+  const { AlreadyInitialisedError, isInitialised, initDataDir, prepareDataDir, readPid, isDaemon } = daemonCode;
   const databaseUrl = databaseUrlOf(ctx, options.databaseUrl);
 
   const pid = await readPid(paths.pidFile);
@@ -98,7 +98,7 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
     const listener = (signal: NodeJS.Signals) => (onSignal ? onSignal(signal) : void (early ??= signal));
     process.on('SIGTERM', listener);
     process.on('SIGINT', listener);
-    const { runDaemon, signalHandler } = await import('../../../daemon/server.js');
+    const { runDaemon, signalHandler } = daemonCode;
     let daemon;
     try {
       daemon = await runDaemon({
@@ -144,11 +144,12 @@ export async function daemonStartRun(ctx: Context, options: DaemonStartOptions):
   const env = databaseUrl ? { ...ctx.env, PANELCTL_DATABASE_URL: databaseUrl } : ctx.env;
   if (databaseUrl) {
     // The detached daemon logs this to daemon.log; whoever started it should read it too.
-    const { unusedJsonStoreWarning } = await import('../../../daemon/startup-checks.js');
-    const { describeDatabaseUrl } = await import('../../../store/factory.js');
+    const { unusedJsonStoreWarning, describeDatabaseUrl } = daemonCode;
     const unused = await unusedJsonStoreWarning(paths.store, describeDatabaseUrl(databaseUrl));
     if (unused) ctx.err(`warning: ${unused}`);
   }
+  // Imported here: a foreground daemon never starts a process.
+  const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   closeSync(log);
   let exited: number | null = null;

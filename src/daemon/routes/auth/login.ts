@@ -11,9 +11,6 @@ import { principalOf } from '../../plugins/auth.js';
 import { publicUser } from './users-view.js';
 
 export default async function loginRoutes(app: FastifyInstance) {
-  // Computed now, so that the first unknown email does not take two hashes' time.
-  await dummyPasswordHash();
-
   app.post<{ Body: LoginBody }>(
     '/auth/login',
     {
@@ -36,7 +33,7 @@ export default async function loginRoutes(app: FastifyInstance) {
       const attempt = await app.lockout.begin(request);
       const user = await app.store.users.byEmail(email.trim());
       // Unknown emails cost a hash too, so timing does not reveal which accounts exist.
-      const valid = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
+      const valid = await verifyPassword(password, user?.password_hash ?? dummyPasswordHash());
       if (!user || !valid) {
         await attempt.fail();
         throw new ApiError('INVALID_CREDENTIALS', 'email or password is wrong');
