@@ -3,6 +3,7 @@
 // them a client that opens connections and sends nothing, or a body one byte at a time, holds a
 // socket (and TLS state) forever. See docs/decisions/hardening.md.
 import type { Server } from 'node:http';
+import { Server as TlsServer } from 'node:tls';
 import type { Socket } from 'node:net';
 import type { FastifyServerOptions } from 'fastify';
 
@@ -73,13 +74,63 @@ export function nodeServerOptions(limits: ServerLimits): { headersTimeout: numbe
 
 /** The fastify options that carry the limits (the node server options go in `https`/`http`). */
 // Requests that miss these deadlines are answered (408, as the envelope) by the app's
-// clientErrorHandler (plugins/protocol-errors.ts), as every other error before routing.
-export function fastifyLimitOptions(limits: ServerLimits): Pick<FastifyServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'> {
+// clientErrorHandler (plugins/protocol-errors.ts), as every other error before routing. Socket
+// inactivity is not among them: closeInactiveSockets watches it.
+export function fastifyLimitOptions(limits: ServerLimits): Pick<FastifyServerOptions, 'keepAliveTimeout' | 'requestTimeout'> {
   return {
-    connectionTimeout: limits.socketTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
   };
+}
+
+/** What a socket has read and written so far, and what it still has queued to write. */
+interface Activity {
+  read: number;
+  written: number;
+  queued: number;
+}
+
+function activityOf(socket: Socket): Activity {
+  const handle = (socket as Socket & { _handle?: { writeQueueSize?: number } | null })._handle;
+  return { read: socket.bytesRead, written: socket.bytesWritten, queued: handle?.writeQueueSize ?? 0 };
+}
+
+/**
+ * Closes a connection on which nothing was read or written for `timeoutMs` (socket inactivity),
+ * seen by a sweep every `everyMs` (a quarter of the timeout, at most 5 s): such a connection is
+ * closed between `timeoutMs` and `timeoutMs + everyMs` after its last activity. A write still
+ * draining to a slow reader is activity. Node's own per-socket timeout (fastify's
+ * `connectionTimeout`) would do the same by re-arming a timer on every read and write of every
+ * request; the sweep costs a request nothing. Watches the sockets the HTTP server is given: the
+ * TLS sockets of an HTTPS server, the TCP ones of an HTTP server.
+ * @example
+ * const watch = closeInactiveSockets(app.server, 60_000);
+ * app.addHook('onClose', async () => watch.stop());
+ */
+export function closeInactiveSockets(server: Server, timeoutMs: number, everyMs = Math.max(1, Math.min(5_000, Math.ceil(timeoutMs / 4)))): { stop(): void } {
+  const sockets = new Map<Socket, { activity: Activity; since: number }>();
+  const event = server instanceof TlsServer ? 'secureConnection' : 'connection';
+  server.on(event, (socket: Socket) => {
+    sockets.set(socket, { activity: activityOf(socket), since: performance.now() });
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const timer = setInterval(() => {
+    const now = performance.now();
+    for (const [socket, seen] of sockets) {
+      const activity = activityOf(socket);
+      const { read, written, queued } = seen.activity;
+      if (activity.read !== read || activity.written !== written || activity.queued !== queued) {
+        seen.activity = activity;
+        seen.since = now;
+      } else if (now - seen.since >= timeoutMs) {
+        sockets.delete(socket);
+        socket.destroy();
+      }
+    }
+  }, everyMs);
+  timer.unref();
+  server.once('close', () => clearInterval(timer));
+  return { stop: () => clearInterval(timer) };
 }
 
 /**

@@ -10,7 +10,7 @@ import { describeDatabaseUrl, openStore } from '../store/factory.js';
 import type { Store } from '../store/store.js';
 import { LOG_REDACT, buildApp } from './app.js';
 import { newJwtSecret } from './init.js';
-import { capConnectionsPerIp, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
+import { capConnectionsPerIp, closeInactiveSockets, fastifyLimitOptions, limitsFromEnv, nodeServerOptions, type ServerLimits } from './limits.js';
 import { acquireLock } from './lock.js';
 import { RotatingFile } from './log/rotating-file.js';
 import { RequestLines, serializeRequest } from './request-logger.js';
@@ -150,6 +150,7 @@ export async function runDaemon(options: ServeOptions): Promise<RunningDaemon> {
       throw error;
     });
     for (const notice of notices) app.log.warn(notice);
+    closeInactiveSockets(app.server, limits.socketTimeoutMs);
     capConnectionsPerIp(app.server, limits.maxConnectionsPerIp, (ip, open) =>
       app.log.warn({ ip, open }, `client ${ip} holds ${open} connections, the most one address may (PANELCTL_MAX_CONNECTIONS_PER_IP); further ones are closed`),
     );

@@ -1,11 +1,11 @@
 // The small pure parts of issue 19's hardening: query redaction, limits from the environment,
-// and what counts as a panelctl daemon's command line.
+// what counts as a panelctl daemon's command line, and the query validators' empty-query shortcut.
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, limitsFromEnv } from '../../src/daemon/limits.js';
 import { isDaemonCommand } from '../../src/daemon/lock.js';
 import { presentedCredential } from '../../src/daemon/plugins/auth.js';
-import { nulPath } from '../../src/daemon/plugins/validation.js';
+import { nulPath, validatorCompiler } from '../../src/daemon/plugins/validation.js';
 import { redactQuery } from '../../src/daemon/request-logger.js';
 
 describe('presentedCredential', () => {
@@ -87,5 +87,41 @@ describe('nulPath', () => {
     for (let i = 0; i < 200_000; i++) deep = [deep];
     expect(nulPath(deep)).toBe(`${'0.'.repeat(200_000)}`.slice(0, -1));
     expect(nulPath({ raw: Buffer.from('a\0b') })).toBeNull();
+  });
+});
+
+describe('validatorCompiler', () => {
+  type Check = ((data: unknown, context?: unknown) => boolean) & { errors?: unknown[] | null };
+  const compile = (schema: object, httpPart = 'querystring') => validatorCompiler({ schema, httpPart, method: 'GET', url: '/x' }) as Check;
+
+  it('answers empty queries as the validator does, and still validates every query that is not empty', () => {
+    const check = compile({ type: 'object', properties: { limit: { type: 'integer', minimum: 1 } }, additionalProperties: false });
+    for (let i = 0; i < 3; i++) {
+      expect(check(Object.create(null))).toBe(true);
+      expect(check.errors).toBeNull();
+    }
+    const bad = { limit: '0' };
+    expect(check(bad)).toBe(false);
+    expect(check.errors).toEqual([expect.objectContaining({ instancePath: '/limit' })]);
+    expect(check({ other: '1' })).toBe(false);
+    const good = { limit: '5' };
+    expect(check(good)).toBe(true);
+    expect(good).toEqual({ limit: 5 });
+    expect(check({})).toBe(true);
+    expect(check.errors).toBeNull();
+  });
+
+  it('keeps filling in defaults and refusing required fields on empty queries', () => {
+    const withDefault = compile({ type: 'object', properties: { limit: { type: 'integer', default: 10 } } });
+    for (let i = 0; i < 3; i++) {
+      const query: Record<string, unknown> = {};
+      expect(withDefault(query)).toBe(true);
+      expect(query).toEqual({ limit: 10 });
+    }
+    const required = compile({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });
+    for (let i = 0; i < 3; i++) {
+      expect(required({})).toBe(false);
+      expect(required.errors).toEqual([expect.objectContaining({ keyword: 'required' })]);
+    }
   });
 });

@@ -184,3 +184,37 @@ describe('the per-address connection cap', () => {
     await until('an answer on a held connection', () => (held[1].received().includes('"status":"ok"') ? true : undefined));
   });
 });
+
+describe('socket inactivity (a small socket timeout from the environment)', () => {
+  const TIMEOUT_MS = 800;
+  let daemon: TestDaemon;
+  const sockets: net.Socket[] = [];
+
+  beforeAll(async () => {
+    // Deadlines far past the inactivity timeout: only inactivity can end the connections here.
+    daemon = await startDaemon({ env: { PANELCTL_SOCKET_TIMEOUT_MS: String(TIMEOUT_MS), PANELCTL_HEADERS_TIMEOUT_MS: '5000', PANELCTL_REQUEST_TIMEOUT_MS: '5000', PANELCTL_TIMEOUT_CHECK_MS: '100' } });
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await daemon?.dispose();
+  });
+
+  it('keeps a connection that reads and writes, and closes it, unanswered, once nothing moves for the timeout', async () => {
+    const conn = await connectTls(daemon);
+    sockets.push(conn.socket);
+    conn.socket.write('POST /api/v1/auth/login HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"email":');
+    // One byte every 100 ms for twice the timeout: the socket is busy all along.
+    for (let i = 0; i < (2 * TIMEOUT_MS) / 100; i++) {
+      await new Promise((resolve) => conn.socket.write(' ', resolve));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(conn.socket.destroyed).toBe(false);
+    const lastByte = Date.now();
+    await conn.closed(4_000);
+    const quietFor = Date.now() - lastByte;
+    // Closed by inactivity (within a sweep of the timeout), not answered by the 5 s request deadline.
+    expect(quietFor).toBeGreaterThanOrEqual(TIMEOUT_MS - 150);
+    expect(quietFor).toBeLessThan(3_000);
+    expect(conn.received()).toBe('');
+  });
+});

@@ -26,26 +26,18 @@ export function routeOf(request: FastifyRequest): RouteInfo {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const BEARER_PREFIX = 'Bearer ';
-
 /**
- * Whether `header` past the prefix is all visible ASCII (so one credential with no whitespace),
- * which is what BEARER's capture is for such a header.
+ * The usual spelling: the prefix, then one credential of visible ASCII (no whitespace), which is
+ * what BEARER's capture is for such a header. A test, unlike BEARER's exec, builds no match.
  */
-function plainCredentialAfterPrefix(header: string): boolean {
-  if (header.length <= BEARER_PREFIX.length) return false;
-  for (let i = BEARER_PREFIX.length; i < header.length; i++) {
-    const code = header.charCodeAt(i);
-    if (code <= 0x20 || code >= 0x7f) return false;
-  }
-  return true;
-}
+const PLAIN_BEARER = /^Bearer [\x21-\x7e]+$/;
 
 /** Extracts the presented credential, or null when none was sent. */
 export function presentedCredential(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.length > 0) {
-    // Every API request sends one: the usual spelling is read without the expression.
-    if (header.startsWith(BEARER_PREFIX) && plainCredentialAfterPrefix(header)) return header.slice(BEARER_PREFIX.length);
+    // Every API request sends one: the usual spelling is taken as it is, past the prefix.
+    if (PLAIN_BEARER.test(header)) return header.slice(BEARER_PREFIX.length);
     const match = BEARER.exec(header);
     if (!match) throw new ApiError('NOT_AUTHENTICATED', 'authentication required: the Authorization header must be "Bearer <token>"');
     return match[1];
@@ -186,9 +178,21 @@ export default fp(
           admit(uses, request, known);
           return done();
         }
-        identify(app, uses, cache, request, credential, digest, true).then(() => done(), done);
-        return;
+        return lookUp(request, credential, digest, done);
       }
+      whileCatchingUp(request, credential, digest, caughtUp, done);
+    });
+
+    /** Not cached: asked of the store, and remembered (the feed is caught up). */
+    const lookUp = (request: FastifyRequest, credential: string, digest: string, done: (error?: Error) => void): void => {
+      identify(app, uses, cache, request, credential, digest, true).then(() => done(), done);
+    };
+
+    /**
+     * The feed has not answered yet. This path and lookUp are apart from the hook, so its usual
+     * path (a cached caller, a feed caught up) allocates none of the closures they need.
+     */
+    const whileCatchingUp = (request: FastifyRequest, credential: string, digest: string, caughtUp: Promise<boolean>, done: (error?: Error) => void): void => {
       /** Once the feed answered: the cached caller if it is still cached, else the store's. */
       const confirm = (fresh: boolean): void | Promise<void> => {
         // Asking the feed published what changed first: a caller still cached is current.
@@ -221,7 +225,7 @@ export default fp(
         return done();
       }
       caughtUp.then(confirm).then(() => done(), done);
-    });
+    };
 
     app.addHook('preParsing', (request, _reply, payload, done) => {
       const confirmation = request.callerConfirmation;

@@ -37,12 +37,30 @@ const LIMIT_SETTING: Record<LimitScope, keyof Settings> = {
 /** How old this daemon's view of a window may be to admit a request without waiting for its count. */
 const VIEW_FRESH_MS = 1_000;
 
-/** A window as this daemon last heard of it from the store, and its hits the store has not answered yet. */
-interface WindowState {
+/**
+ * A window as this daemon last heard of it from the store, and its hits the store has not
+ * answered yet. Its reactions to the store's answers are made once per window, not per request.
+ */
+class WindowState {
   /** The store's newest answer: its count, the window's start and when it came (epoch ms); null before one. */
-  view: { count: number; windowStart: number; answeredAt: number } | null;
+  view: { count: number; windowStart: number; answeredAt: number } | null = null;
   /** This daemon's hits of the window sent and not answered yet. */
-  out: number;
+  out = 0;
+  /** The store counted a hit of ours (see RequestWindows.answered). */
+  readonly answered: (record: LimiterRecord) => void;
+  /** A hit failed (see RequestWindows.failed). */
+  readonly failed: () => void;
+  /** A hit admitted at once failed: failed, and said in the log. */
+  readonly admittedFailed: (error: unknown) => void;
+
+  constructor(windows: RequestWindows) {
+    this.answered = (record) => windows.answered(this, record);
+    this.failed = () => windows.failed(this);
+    this.admittedFailed = (error) => {
+      windows.failed(this);
+      windows.admittedUncounted(error);
+    };
+  }
 }
 
 /** A request's place in its window: the count with it, and when the window started (epoch ms). */
@@ -83,51 +101,55 @@ class RequestWindows {
     let state = this.#windows.get(key);
     if (!state) {
       if (this.#windows.size >= WINDOWS_MOST) this.#windows.clear();
-      this.#windows.set(key, (state = { view: null, out: 0 }));
+      this.#windows.set(key, (state = new WindowState(this)));
     }
     const { view } = state;
     const fresh = view !== null && now < view.windowStart + WINDOW_MS && now - view.answeredAt <= VIEW_FRESH_MS;
     const room = fresh && view.count + state.out + 1 < max;
     state.out++;
-    const window = state;
     const counting = this.app.store.limiter.countRequest(key, WINDOW_MS, now);
     if (!room) {
+      const window = state;
       return counting.then(
         (record) => {
-          this.#answered(window, record);
+          this.answered(window, record);
           return { count: record.count, windowStart: record.window_start };
         },
         (error: unknown) => {
-          this.#failed(window);
+          this.failed(window);
           throw error;
         },
       );
     }
-    // Admitted at once: one reaction, and nothing waits for it.
-    counting.then(
-      (record) => this.#answered(window, record),
-      (error: unknown) => {
-        this.#failed(window);
-        const message = 'a request admitted at once could not be counted in its window';
-        if (isUnavailable(error)) this.#unavailable.note(error, message, (details, line) => this.app.log.warn(details, line));
-        else this.app.log.error({ err: error }, message);
-      },
-    );
+    // Admitted at once: one reaction (the window's own), and nothing waits for it.
+    counting.then(state.answered, state.admittedFailed);
     return { count: view!.count + state.out, windowStart: view!.windowStart };
   }
 
   /** The store counted a hit of ours: its answer becomes the view when it is newer. */
-  #answered(window: WindowState, record: LimiterRecord): void {
+  answered(window: WindowState, record: LimiterRecord): void {
     window.out--;
     const { view } = window;
-    const newer = !view || view.windowStart !== record.window_start || view.count < record.count;
-    if (newer) window.view = { count: record.count, windowStart: record.window_start, answeredAt: this.app.clock() };
+    if (view === null) window.view = { count: record.count, windowStart: record.window_start, answeredAt: this.app.clock() };
+    else if (view.windowStart !== record.window_start || view.count < record.count) {
+      // The view is this window's own object (never handed out): updated in place.
+      view.count = record.count;
+      view.windowStart = record.window_start;
+      view.answeredAt = this.app.clock();
+    }
   }
 
   /** A hit failed: the view no longer says where the window is, so the next request waits for the store. */
-  #failed(window: WindowState): void {
+  failed(window: WindowState): void {
     window.out--;
     window.view = null;
+  }
+
+  /** A hit admitted at once could not be counted: said in the log (a store that is down, once per interval). */
+  admittedUncounted(error: unknown): void {
+    const message = 'a request admitted at once could not be counted in its window';
+    if (isUnavailable(error)) this.#unavailable.note(error, message, (details, line) => this.app.log.warn(details, line));
+    else this.app.log.error({ err: error }, message);
   }
 }
 

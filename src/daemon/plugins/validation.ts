@@ -77,16 +77,33 @@ function compileValidator(schema: unknown, httpPart: string | undefined): Valida
   return fields.length === 0 ? validate : strictIntegers(fields, validate);
 }
 
+/** True for an object with no enumerable field (the usual query string: none sent). */
+function isEmptyObject(data: unknown): boolean {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return false;
+  for (const _ in data) return false;
+  return true;
+}
+
 /**
  * Each route's validators are compiled when a request first needs them, not when the route is
- * added, so a daemon starts without compiling the schemas of routes it may never serve.
+ * added, so a daemon starts without compiling the schemas of routes it may never serve. Most
+ * requests send no query string: once an empty query (or path parameters) passed and was left
+ * empty (no defaults to fill in), later empty ones are answered valid without the validator.
  */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   let compiled: Validator | null = null;
+  const parts = httpPart === 'querystring' || httpPart === 'params';
+  let emptyPasses = false;
   const check: Validator = (data, context) => {
+    const empty = parts && isEmptyObject(data);
+    if (empty && emptyPasses) {
+      check.errors = null;
+      return true;
+    }
     compiled ??= compileValidator(schema, httpPart);
     const valid = compiled(data, context);
     check.errors = compiled.errors;
+    if (empty && valid && isEmptyObject(data)) emptyPasses = true;
     return valid;
   };
   // Fastify passes the parent object (so coerced values land on the request) only to validators

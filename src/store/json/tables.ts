@@ -66,9 +66,12 @@ export class Table<T extends object, K extends Key = number> {
     if (this.freeze) Object.freeze(record);
     const key = this.keyOf(record);
     const previous = this.rows.get(key);
-    if (previous) this.#unindex(previous);
     this.rows.set(key, record);
-    this.#index(record);
+    // A table without indexes (the request windows, written on every API request) skips the walk.
+    if (this.#unique.size + this.#groups.size > 0) {
+      if (previous) this.#unindex(previous);
+      this.#index(record);
+    }
     this.onChange?.(previous, record);
     return previous;
   }
