@@ -456,11 +456,15 @@ async function bundleDaemon() {
     target: 'node20',
     tsconfig: join(root, 'tsconfig.json'),
     plugins: [plugin],
-    // As the CLI's bundle: whitespace and syntax minified, names kept (error classes name
-    // themselves after their class, and stack traces read).
+    // Whitespace and syntax minified, as the CLI's bundle. Names are not kept, unlike the CLI's:
+    // keepNames wraps every nested function and class in a helper that defines its `name` each
+    // time it is made, so closures made per request paid a property definition each (measured:
+    // docs/PERFORMANCE.md). Nothing of the daemon reads a renamed name: its error classes set
+    // `name` themselves, and packages in CommonJS (wrapped whole) are never renamed; a stack
+    // trace shows a renamed function of ours (one whose name another module also used) as `f2`.
     minifyWhitespace: true,
     minifySyntax: true,
-    keepNames: true,
+    keepNames: false,
     metafile: true,
     write: false,
     logLevel: 'warning',
@@ -472,9 +476,6 @@ async function bundleDaemon() {
     body = body.replaceAll(`import(${JSON.stringify(specifier)})`, `Promise.resolve().then(()=>require(${JSON.stringify(specifier)}))`);
   }
   if (/\bimport\(/.test(body)) throw new Error('daemon bundle: an import() is left that is not an external dynamic import');
-  const helper = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:!0});';
-  if (body.split(helper).length !== 2) throw new Error("daemon bundle: esbuild's __name helper is not where it was expected");
-  body = body.replace(helper, 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0});');
   const packageDir = 'const __panelctlPackageDirs=new Map(),__panelctlPackageDir=(name,sub)=>{let dir=__panelctlPackageDirs.get(name);if(dir===undefined)__panelctlPackageDirs.set(name,dir=require("node:path").dirname(require.resolve(name+"/package.json")));return require("node:path").join(dir,sub)};';
   mkdirSync(daemonBundleDir, { recursive: true });
   // The directive first: esbuild's own "use strict" no longer is, after the helper.

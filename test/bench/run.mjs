@@ -3,7 +3,7 @@
 // Not part of `npm test`. Loopback only.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, writeFile, readFile, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, writeFile, readFile, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -199,10 +199,25 @@ async function benchApi() {
       bareRoutes.push(`${route.path}=${bodyFile}`);
     }
     await agent.close();
+    // BENCH_API_OTHER=BIN: another build's bin/panelctl.js serves a copy of the same data
+    // directory as a third target of the alternating rounds (per-request cost of two builds).
+    const otherBin = process.env.BENCH_API_OTHER;
+    const otherDir = otherBin ? await mkdtemp(join(os.tmpdir(), 'panelctl-bench-other-')) : null;
+    let other = null;
+    if (otherDir) {
+      await stopDaemon(daemon);
+      await cp(dataDir, otherDir, { recursive: true });
+      await rm(join(otherDir, 'daemon.json'), { force: true });
+      daemon = await startDaemon(dataDir);
+    }
     for (let pair = 0; pair < pairs; pair++) {
       if (pair > 0) {
         await stopDaemon(daemon);
         daemon = await startDaemon(dataDir);
+      }
+      if (otherDir) {
+        if (other) await stopDaemon(other);
+        other = await startDaemon(otherDir, { bin: otherBin });
       }
       const bare = spawn(process.execPath, [join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), ...bareRoutes], { stdio: ['ignore', 'pipe', 'inherit'] });
       const port = await new Promise((resolve) => bare.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
@@ -213,9 +228,11 @@ async function benchApi() {
             { url: `${daemon.url}${route.path}`, ca: tls.cert, headers: {}, keys, pid: daemon.proc.pid },
             { url: `https://127.0.0.1:${port}${route.path}`, ca: tls.cert, headers: {} },
             QUICK ? 3 : API_ROUNDS_PER_PAIR,
+            other ? [{ url: `${other.url}${route.path}`, ca: tls.cert, headers: {}, keys, pid: other.proc.pid }] : [],
           );
           route.panel.push(...runs.panel);
           route.baseline.push(...runs.baseline);
+          if (other) (route.other ??= []).push(...runs.others[0]);
           route.perPair.push(summarise(runs.panel, runs.baseline).ratio);
         }
       } finally {
@@ -225,8 +242,11 @@ async function benchApi() {
     }
     for (const [name, route] of Object.entries(routes)) {
       results[name] = summarise(route.panel, route.baseline, { pairs, perPair: route.perPair, path: route.path, bytes: route.bytes });
+      if (route.other) results[name].other = { bin: otherBin, ...summarise(route.other, route.baseline), vsThis: summarise(route.panel, route.other) };
     }
   } finally {
+    if (other) await stopDaemon(other);
+    if (otherDir) await rm(otherDir, { recursive: true, force: true });
     await stopDaemon(daemon);
     await rm(dataDir, { recursive: true, force: true });
   }
