@@ -172,6 +172,11 @@ async function benchApi() {
   const tls = await tlsOf(dataDir);
   const hookId = await seedLog(dataDir, LOG_ENTRIES);
   let daemon = await startDaemon(dataDir);
+  // BENCH_API_OTHER=BIN: another build's bin/panelctl.js serves a copy of the same data
+  // directory as a third target of the alternating rounds (per-request cost of two builds).
+  const otherBin = process.env.BENCH_API_OTHER;
+  let otherDir = null;
+  let other = null;
   const pairs = QUICK ? 1 : API_PAIRS;
   const routes = {
     api: { path: '/api/v1/sites', panel: [], baseline: [], perPair: [] },
@@ -199,12 +204,8 @@ async function benchApi() {
       bareRoutes.push(`${route.path}=${bodyFile}`);
     }
     await agent.close();
-    // BENCH_API_OTHER=BIN: another build's bin/panelctl.js serves a copy of the same data
-    // directory as a third target of the alternating rounds (per-request cost of two builds).
-    const otherBin = process.env.BENCH_API_OTHER;
-    const otherDir = otherBin ? await mkdtemp(join(os.tmpdir(), 'panelctl-bench-other-')) : null;
-    let other = null;
-    if (otherDir) {
+    if (otherBin) {
+      otherDir = await mkdtemp(join(os.tmpdir(), 'panelctl-bench-other-'));
       await stopDaemon(daemon);
       await cp(dataDir, otherDir, { recursive: true });
       await rm(join(otherDir, 'daemon.json'), { force: true });
