@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { moduleLog, type ModuleLog } from '../helpers/module-log.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -18,42 +19,21 @@ describe('the built CLI runs from its bundle', () => {
   let daemon: TestDaemon;
   let dir: string;
   let env: NodeJS.ProcessEnv;
-  const log = () => join(dir, 'modules.log');
+  let modules: ModuleLog;
+  const log = () => modules.file;
   /** Every module of ours the CLI loaded, relative to the repository: ES modules and CommonJS (and require(esm)) ones. */
-  const loaded = async () =>
-    (await readFile(log(), 'utf8'))
-      .trim()
-      .split('\n')
-      .filter((entry) => entry.startsWith('file:') || entry.startsWith('/'))
-      .map((entry) => (entry.startsWith('file:') ? fileURLToPath(entry) : entry))
-      .filter((path) => !path.startsWith(join(dir, '/')))
-      .map((path) => (path.startsWith(ROOT) ? path.slice(ROOT.length) : path));
+  const loaded = () => modules.loaded();
 
   beforeAll(async () => {
     daemon = await startDaemon();
     dir = await mkdtemp(join(tmpdir(), 'panelctl-bundle-'));
-    // A module hook recording every ES module the CLI resolves (hooks run off the main thread: a
-    // file), and a preload writing the CommonJS module cache (which require(esm) fills too) at exit.
-    await writeFile(
-      join(dir, 'hooks.mjs'),
-      `import { appendFileSync } from 'node:fs';
-      export async function resolve(specifier, context, next) {
-        const result = await next(specifier, context);
-        appendFileSync(${JSON.stringify(log())}, result.url + '\\n');
-        return result;
-      }\n`,
-    );
-    await writeFile(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
-    await writeFile(
-      join(dir, 'cache.cjs'),
-      `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log())}, Object.keys(require.cache).join('\\n') + '\\n'));\n`,
-    );
+    modules = await moduleLog(dir);
     env = {
       PANELCTL_URL: daemon.url,
       PANELCTL_TOKEN: await daemon.login(),
       PANEL_DATA_DIR: daemon.dataDir,
       PANELCTL_CONFIG_DIR: dir,
-      NODE_OPTIONS: `--import=${join(dir, 'register.mjs')} --require=${join(dir, 'cache.cjs')}`,
+      NODE_OPTIONS: modules.nodeOptions,
     };
   });
   afterAll(async () => {

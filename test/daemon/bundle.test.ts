@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../helpers/daemon.js';
+import { moduleLog, type ModuleLog } from '../helpers/module-log.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = join(ROOT, 'dist/daemon-bundle/daemon.js');
@@ -31,30 +32,18 @@ async function newest(dir: string): Promise<number> {
 
 describe('the daemon runs from its bundle', () => {
   let dir: string;
-  const log = () => join(dir, 'modules.log');
+  let modules: ModuleLog;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'panelctl-daemon-bundle-'));
-    // As test/cli/bundle.test.ts: a module hook recording every ES module resolved, and a
-    // preload writing the CommonJS module cache (require(esm) fills it too) at exit.
-    await writeFile(
-      join(dir, 'hooks.mjs'),
-      `import { appendFileSync } from 'node:fs';
-      export async function resolve(specifier, context, next) {
-        const result = await next(specifier, context);
-        appendFileSync(${JSON.stringify(log())}, result.url + '\\n');
-        return result;
-      }\n`,
-    );
-    await writeFile(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
-    await writeFile(join(dir, 'cache.cjs'), `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log())}, Object.keys(require.cache).join('\\n') + '\\n'));\n`);
+    modules = await moduleLog(dir);
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
   });
 
   it('daemon start loads the two loaders and nothing else of ours or of node_modules, and serves the API, its document and the docs page', async () => {
-    const daemon = await startDaemon({ env: { NODE_OPTIONS: `--import=${join(dir, 'register.mjs')} --require=${join(dir, 'cache.cjs')}` } });
+    const daemon = await startDaemon({ env: { NODE_OPTIONS: modules.nodeOptions } });
     try {
       expect((await daemon.request('GET', '/health')).body.data.status).toBe('ok');
       const document = await daemon.request('GET', '/api/docs/openapi.json');
@@ -71,13 +60,7 @@ describe('the daemon runs from its bundle', () => {
     } finally {
       await daemon.dispose();
     }
-    const loaded = (await readFile(log(), 'utf8'))
-      .trim()
-      .split('\n')
-      .filter((entry) => entry.startsWith('file:') || entry.startsWith('/'))
-      .map((entry) => (entry.startsWith('file:') ? fileURLToPath(entry) : entry))
-      .filter((path) => !path.startsWith(join(dir, '/')))
-      .map((path) => (path.startsWith(ROOT) ? path.slice(ROOT.length) : path));
+    const loaded = await modules.loaded();
     expect(new Set(loaded)).toEqual(new Set(['bin/panelctl.js', 'bin/daemon-loader.js']));
   });
 
