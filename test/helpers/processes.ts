@@ -9,18 +9,26 @@ export const RUN_MARK = 'PANELCTL_TEST_RUN';
 
 interface Tracked {
   child: ChildProcess;
-  /** Started inside a test (not in a beforeAll): ended when that test fails. */
-  inTest: boolean;
+  /**
+   * The test that started it, ended when that test fails; null when started in a hook outside
+   * a test, or while tests of a concurrent suite ran side by side (which of them started it is
+   * not known, so it is left to the end of the file rather than killed under a neighbour).
+   */
+  owner: string | null;
   /** Spawned with detached: true, so it leads a process group (script(1) and its shell). */
   group: boolean;
 }
 
 const tracked = new Set<Tracked>();
-let currentTest = false;
+/** The tests running now (several in a `describe.concurrent`), by vitest task id. */
+const running = new Set<string>();
 
-/** Called by the setup file around each test. */
-export function enterTest(inTest: boolean): void {
-  currentTest = inTest;
+/** Called by the setup file when a test starts and when it ends. */
+export function enterTest(id: string): void {
+  running.add(id);
+}
+export function leaveTest(id: string): void {
+  running.delete(id);
 }
 
 function alive(child: ChildProcess): boolean {
@@ -45,7 +53,7 @@ function signal(entry: Tracked, sig: NodeJS.Signals): void {
  * const child = track(spawn(process.execPath, [BIN, 'watch']));
  */
 export function track<T extends ChildProcess>(child: T, options: { group?: boolean } = {}): T {
-  const entry: Tracked = { child, inTest: currentTest, group: options.group ?? false };
+  const entry: Tracked = { child, owner: running.size === 1 ? running.values().next().value! : null, group: options.group ?? false };
   tracked.add(entry);
   child.once('exit', () => {
     tracked.delete(entry);
@@ -61,9 +69,9 @@ export function track<T extends ChildProcess>(child: T, options: { group?: boole
   return child;
 }
 
-/** SIGKILLs tracked children (those of the current test only, or all) and waits for them. */
-export async function killTracked(which: 'test' | 'all'): Promise<number> {
-  const victims = [...tracked].filter((entry) => which === 'all' || entry.inTest);
+/** SIGKILLs tracked children (those the test `which` started, or all) and waits for them. */
+export async function killTracked(which: { test: string } | 'all'): Promise<number> {
+  const victims = [...tracked].filter((entry) => which === 'all' || entry.owner === which.test);
   await Promise.all(
     victims.map(
       (entry) =>

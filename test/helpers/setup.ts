@@ -1,7 +1,7 @@
 // Loaded into every test file (vitest `setupFiles`): children of a failed or timed-out test are
 // ended right after it, and every child of the file once the file is done.
 import { afterAll, afterEach, beforeEach } from 'vitest';
-import { enterTest, killTracked } from './processes.js';
+import { enterTest, killTracked, leaveTest } from './processes.js';
 
 // The daemons and CLIs the tests start trust what each test gives them (the daemon's own
 // certificate, a receivers' CA passed as NODE_EXTRA_CA_CERTS in their env), not a CA bundle the
@@ -9,10 +9,10 @@ import { enterTest, killTracked } from './processes.js';
 // there would cost every daemon and CLI start its parsing.
 delete process.env.NODE_EXTRA_CA_CERTS;
 
-beforeEach(() => enterTest(true));
+beforeEach((context) => enterTest(context.task.id));
 afterEach(async (context) => {
-  enterTest(false);
-  if (context.task.result?.state === 'fail') await killTracked('test');
+  leaveTest(context.task.id);
+  if (context.task.result?.state === 'fail') await killTracked({ test: context.task.id });
 });
 afterAll(async () => {
   await killTracked('all');
