@@ -34,11 +34,8 @@ export function withRequestId(payload: string, id: string): string {
 
 export default fp(
   async function requestIds(app: FastifyInstance) {
-    // First of every onRequest hook: answers refused by a later hook carry the id too.
-    app.addHook('onRequest', (request, reply, done) => {
-      reply.header(REQUEST_ID_HEADER, request.id);
-      done();
-    });
+    // The header is put on the answer by the errors plugin's onRequest hook, the first of every
+    // request (one hook less per request), so answers refused by any hook carry the id too.
     // Only a 5xx pays for the rewrite; its message is the daemon's own (5xx details are never leaked).
     app.addHook('onSend', (request, reply, payload, done) => {
       if (reply.statusCode < 500 || typeof payload !== 'string') return done(null, payload);
