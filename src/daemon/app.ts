@@ -100,7 +100,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   });
   app.decorate('routeList', routes);
 
-  // Before the errors plugin: its refusals carry the request id too.
+  // The errors plugin's first hook puts the request id on every answer; this one names it in 5xx messages.
   await app.register(requestIdPlugin);
   await app.register(errorsPlugin);
   app.decorate('daemon', options);

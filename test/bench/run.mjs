@@ -172,6 +172,8 @@ async function benchApi() {
   const tls = await tlsOf(dataDir);
   const hookId = await seedLog(dataDir, LOG_ENTRIES);
   let daemon = await startDaemon(dataDir);
+  // BENCH_API_ONLY=api (or apiLog): only that route's rounds. With BENCH_PROFILE_DIR, the bare
+  // server writes its profile there too, for comparing the two function by function.
   // BENCH_API_OTHER=BIN: another build's bin/panelctl.js serves a copy of the same data
   // directory as a third target of the alternating rounds (per-request cost of two builds).
   const otherBin = process.env.BENCH_API_OTHER;
@@ -220,10 +222,11 @@ async function benchApi() {
         if (other) await stopDaemon(other);
         other = await startDaemon(otherDir, { bin: otherBin });
       }
-      const bare = spawn(process.execPath, [join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), ...bareRoutes], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const bare = spawn(process.execPath, [...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []), join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), ...bareRoutes], { stdio: ['ignore', 'pipe', 'inherit'] });
       const port = await new Promise((resolve) => bare.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
       try {
-        for (const route of Object.values(routes)) {
+        for (const [name, route] of Object.entries(routes)) {
+          if (process.env.BENCH_API_ONLY && name !== process.env.BENCH_API_ONLY) continue;
           log(`api ${route.path}: daemon and bare route, alternating (process pair ${pair + 1} of ${pairs})…`);
           const runs = await alternate(
             { url: `${daemon.url}${route.path}`, ca: tls.cert, headers: {}, keys, pid: daemon.proc.pid },
@@ -242,6 +245,7 @@ async function benchApi() {
       }
     }
     for (const [name, route] of Object.entries(routes)) {
+      if (route.panel.length === 0) continue;
       results[name] = summarise(route.panel, route.baseline, { pairs, perPair: route.perPair, path: route.path, bytes: route.bytes });
       if (route.other) results[name].other = { bin: otherBin, ...summarise(route.other, route.baseline), vsThis: summarise(route.panel, route.other) };
     }
@@ -307,7 +311,7 @@ async function benchApiPostgres() {
           await stopDaemon(daemon);
           daemon = await startDaemon(dataDir, { env });
         }
-        const bare = spawn(process.execPath, [join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), `${path}=${bodyFile}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const bare = spawn(process.execPath, [...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []), join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), `${path}=${bodyFile}`], { stdio: ['ignore', 'pipe', 'inherit'] });
         const port = await new Promise((resolve) => bare.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
         try {
           log(`api postgres ${path}: daemon and bare route, alternating (process pair ${pair + 1} of ${pairs})…`);

@@ -14,7 +14,7 @@ import { RecentAttempts } from '../../src/daemon/dispatcher/recent-attempts.js';
 import { BlockedTargetError } from '../../src/daemon/dispatcher/ssrf.js';
 import { reasonClass } from '../../src/daemon/metrics/metrics.js';
 import { PrometheusMetrics } from '../../src/daemon/metrics/prometheus.js';
-import { requestId } from '../../src/daemon/plugins/request-id.js';
+import { newRequestId, requestId } from '../../src/daemon/plugins/request-id.js';
 import { layout } from '../../src/shared/paths.js';
 import { runCli } from '../helpers/cli.js';
 import { sample } from '../helpers/prometheus.js';
@@ -68,6 +68,19 @@ describe('request ids, readiness and request metrics (in-process)', () => {
     expect(first.statusCode).toBe(401);
     expect(first.headers['x-request-id']).not.toBe(second.headers['x-request-id']);
     expect(requestId({ headers: { 'x-request-id': ['a', 'b'] } } as never)).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('a new request id is a random (version 4) UUID, a different one each time, across refills of its random bytes', () => {
+    const seen = new Set<string>();
+    const digits = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const id = newRequestId();
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      seen.add(id);
+      for (const digit of id.replaceAll('-', '')) digits.add(digit);
+    }
+    expect(seen.size).toBe(2000);
+    expect(digits.size).toBe(16);
   });
 
   it('a 5xx envelope names the request id in its message and keeps its three fields; the internals stay out', async () => {

@@ -6,6 +6,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js';
 import { StoreConflictError, StoreUnavailableError } from '../../store/store.js';
 import { UnavailableLog } from '../unavailable-log.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
 import { describeValidation, nulPath, type ValidationIssue } from './validation.js';
 
 function fastifyCode(error: FastifyError): ApiErrorCode | null {
@@ -89,9 +90,13 @@ export default fp(
     const unavailable = new UnavailableLog();
     app.addHook('onRoute', (route) => methods.add(route.url, [route.method].flat()));
 
+    // The first onRequest hook (see app.ts). It puts the request id on the answer (see
+    // plugins/request-id.ts), so every answer carries it, this hook's refusal and later hooks'
+    // too; one hook rather than one per concern, as every request runs it.
     // HTTP/1.1 requires Host. node's own check answers an empty 400; it is turned off
     // (requireHostHeader: false, see app.ts) so the refusal is the envelope, before any other hook.
     app.addHook('onRequest', (request, reply, done) => {
+      reply.header(REQUEST_ID_HEADER, request.id);
       const raw = request.raw;
       if (!raw.headers.host && raw.httpVersionMajor === 1 && raw.httpVersionMinor >= 1) {
         reply.header('connection', 'close');

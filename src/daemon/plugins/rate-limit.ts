@@ -52,6 +52,11 @@ class WindowState {
   readonly failed: () => void;
   /** A hit admitted at once failed: failed, and said in the log. */
   readonly admittedFailed: (error: unknown) => void;
+  /** `X-RateLimit-Limit` and `X-RateLimit-Reset` as sent, for #textsMax and #textsStart. */
+  limitText = '';
+  resetText = '';
+  #textsMax = Number.NaN;
+  #textsStart = Number.NaN;
 
   constructor(windows: RequestWindows) {
     this.answered = (record) => windows.answered(this, record);
@@ -61,12 +66,28 @@ class WindowState {
       windows.admittedUncounted(error);
     };
   }
+
+  /**
+   * Makes limitText and resetText those of `max` and the window starting at `windowStart`: made
+   * again only when either changed, not for every request of the window.
+   */
+  textsFor(max: number, windowStart: number): this {
+    if (max !== this.#textsMax || windowStart !== this.#textsStart) {
+      this.#textsMax = max;
+      this.#textsStart = windowStart;
+      this.limitText = String(max);
+      this.resetText = String(Math.ceil((windowStart + WINDOW_MS) / 1000));
+    }
+    return this;
+  }
 }
 
 /** A request's place in its window: the count with it, and when the window started (epoch ms). */
 interface Counted {
   count: number;
   windowStart: number;
+  /** The window's state (for its header texts). */
+  window: WindowState;
 }
 
 /** Windows known at most; past it they start over (each key's next request waits once). */
@@ -87,7 +108,7 @@ const WINDOWS_MOST = 10_000;
  * @example
  * const windows = new RequestWindows(app);
  * const counted = windows.count('rl:user:7', 120);
- * const { count } = counted instanceof Promise ? await counted : counted;
+ * const count = counted instanceof Promise ? (await counted).count : counted.view!.count + counted.out;
  */
 class RequestWindows {
   readonly #windows = new Map<string, WindowState>();
@@ -96,7 +117,8 @@ class RequestWindows {
 
   constructor(private readonly app: FastifyInstance) {}
 
-  count(key: string, max: number): Counted | Promise<Counted> {
+  /** Counts a request of `key`'s window: its window's state when admitted at once (its view holds the count), else the store's count. */
+  count(key: string, max: number): WindowState | Promise<Counted> {
     const now = this.app.clock();
     let state = this.#windows.get(key);
     if (!state) {
@@ -113,7 +135,7 @@ class RequestWindows {
       return counting.then(
         (record) => {
           this.answered(window, record);
-          return { count: record.count, windowStart: record.window_start };
+          return { count: record.count, windowStart: record.window_start, window };
         },
         (error: unknown) => {
           this.failed(window);
@@ -121,9 +143,10 @@ class RequestWindows {
         },
       );
     }
-    // Admitted at once: one reaction (the window's own), and nothing waits for it.
+    // Admitted at once: one reaction (the window's own), and nothing waits for it. Its count is
+    // the view's with every hit still out, this one included (read before anything else runs).
     counting.then(state.answered, state.admittedFailed);
-    return { count: view!.count + state.out, windowStart: view!.windowStart };
+    return state;
   }
 
   /** The store counted a hit of ours: its answer becomes the view when it is newer. */
@@ -172,13 +195,17 @@ export default fp(
   async function requestLimits(app: FastifyInstance) {
     const windows = new RequestWindows(app);
 
-    /** Sets the headers of section 8 and refuses the request when it is over the limit. */
-    const answer = (reply: FastifyReply, scope: LimitScope, max: number, { count, windowStart }: Counted) => {
-      const resetMs = windowStart + WINDOW_MS;
-      reply.header('x-ratelimit-limit', max);
-      reply.header('x-ratelimit-remaining', Math.max(0, max - count));
-      reply.header('x-ratelimit-reset', Math.ceil(resetMs / 1000));
+    /**
+     * Sets the headers of section 8 and refuses the request when it is over the limit. The limit
+     * and reset texts are the window's (made once per window); only the remaining count is new.
+     */
+    const answer = (reply: FastifyReply, scope: LimitScope, max: number, count: number, windowStart: number, window: WindowState) => {
+      const { limitText, resetText } = window.textsFor(max, windowStart);
+      reply.header('x-ratelimit-limit', limitText);
+      reply.header('x-ratelimit-remaining', String(count < max ? max - count : 0));
+      reply.header('x-ratelimit-reset', resetText);
       if (count <= max) return;
+      const resetMs = windowStart + WINDOW_MS;
       app.metrics.rateLimited(scope);
       const retryIn = Math.max(1, Math.ceil((resetMs - app.clock()) / 1000));
       throw new ApiError('RATE_LIMITED', `too many requests: at most ${max} per minute here; retry in ${retryIn} s`, {
@@ -196,14 +223,15 @@ export default fp(
       const max = settings[LIMIT_SETTING[scope]] as number;
       const counted = windows.count(clientKey(request, scope), max);
       if (!(counted instanceof Promise)) {
+        const view = counted.view!;
         try {
-          answer(reply, scope, max, counted);
+          answer(reply, scope, max, view.count + counted.out, view.windowStart, counted);
         } catch (error) {
           return done(error as Error);
         }
         return done();
       }
-      counted.then((known) => answer(reply, scope, max, known)).then(() => done(), done);
+      counted.then((known) => answer(reply, scope, max, known.count, known.windowStart, known.window)).then(() => done(), done);
     });
 
     const prune = async () => {

@@ -10,6 +10,7 @@ import { CreateSiteBody, Site, ListSitesQuery } from '../../../shared/api/sites.
 import { StoreConflictError } from '../../../store/store.js';
 import type { SiteRecord } from '../../../store/types.js';
 import { principalOf } from '../../plugins/auth.js';
+import type { Principal } from '../../services.js';
 import { resolveSubscription } from '../subscriptions/context.js';
 import { ListMemo } from '../list-memo.js';
 import { pageOf } from '../pages.js';
@@ -40,6 +41,26 @@ function siteConflict(error: unknown, domain: string, subscriptionId: number | u
   throw error;
 }
 
+/** Whose view a listing is: every admin sees the same one, a customer their own. */
+function callerView(principal: Principal): string {
+  return principal.role === 'admin' ? 'admin' : `customer:${principal.userId}`;
+}
+
+/** Views without a query (the usual `GET /sites`) by customer id, kept so the key is not built (and hashed) again. */
+const plainViews = new Map<number, string>();
+const PLAIN_VIEWS_MOST = 10_000;
+
+/** The memo key of the caller's listing without a query: callerView with three empty parts. */
+function plainView(principal: Principal): string {
+  if (principal.role === 'admin') return 'admin:::';
+  let view = plainViews.get(principal.userId);
+  if (view === undefined) {
+    if (plainViews.size >= PLAIN_VIEWS_MOST) plainViews.clear();
+    plainViews.set(principal.userId, (view = `${callerView(principal)}:::`));
+  }
+  return view;
+}
+
 export default async function siteRoutes(app: FastifyInstance) {
   // Answers per caller's view, dropped on every change of sites or subscriptions (which decide
   // the subscription a view shows and who may see it) the store reports.
@@ -67,8 +88,11 @@ export default async function siteRoutes(app: FastifyInstance) {
       // The whole answer is memoised per caller and query: the choice of subscription and the
       // authorisation (an answer of 403 or 404 is thrown, never kept) depend on the caller's id
       // and role and on subscriptions, whose changes drop the memo as site changes do.
-      const caller = principal.role === 'admin' ? 'admin' : `customer:${principal.userId}`;
-      const view = `${caller}:${request.query.subscription_id ?? ''}:${request.query.after ?? ''}:${request.query.limit ?? ''}`;
+      const { subscription_id: subscriptionId, after, limit } = request.query;
+      const view =
+        subscriptionId === undefined && after === undefined && limit === undefined
+          ? plainView(principal)
+          : `${callerView(principal)}:${subscriptionId ?? ''}:${after ?? ''}:${limit ?? ''}`;
       const build = async () => {
         const subscription = await resolveSubscription(app.store, principal, request.query.subscription_id);
         let sites: SiteRecord[];

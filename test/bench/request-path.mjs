@@ -1,0 +1,160 @@
+// The request path's CPU in one process, without sockets: `GET /api/v1/sites` (a memoised listing
+// of 20 sites, an admin's API key, request limits on as the API benchmark sets them) handed to
+// each app's HTTP 'request' listener with real IncomingMessage/ServerResponse objects on a socket
+// that discards what is written. No parser, no TLS, no other process: what is left is fastify,
+// the daemon's hooks and handler, and Node's response head, measured as CPU per request in
+// alternating batches. Two runs of one build agree to about 0.1–0.3 µs under the shared load
+// where the API stage's rounds differ by a tenth, so a change of a few tenths of a µs shows.
+//
+// Usage (after npm run build):
+//   node test/bench/request-path.mjs [--batches=N] [--requests=N] [--bare] [ROOT[#nolog] ...]
+// Each ROOT is a built checkout (its dist/ is loaded; default: this one), e.g. /tmp/b-main for
+// before/after; `#nolog` builds that app without a logger. `--bare` adds fastify answering the
+// same bytes. The first target is the reference of the per-batch differences printed.
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { request, Agent } from 'undici';
+import { ROOT, client, login, makeDataDir, median, startDaemon, stopDaemon, tlsOf } from './lib.mjs';
+
+const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+const batches = option('batches', 9);
+const perBatch = option('requests', 20_000);
+const roots = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+if (roots.length === 0) roots.push(ROOT);
+const PATH = '/api/v1/sites';
+
+/** A data directory as the API benchmark seeds it: 20 sites, 8 admins with an API key each. */
+async function seed() {
+  const dataDir = await makeDataDir();
+  const tls = await tlsOf(dataDir);
+  const daemon = await startDaemon(dataDir);
+  try {
+    const admin = await login(daemon.url, tls.cert);
+    await admin.call('PUT', '/admin/settings', { rate_limit_mode: 'both', rate_limit_user_per_minute: 1_000_000, rate_limit_login_per_minute: 100_000, rate_limit_reset_per_minute: 100_000, login_max_attempts: 1000 });
+    const customer = await admin.call('POST', '/admin/users', { email: 'bench@example.com', name: 'Bench', password: 'bench-password-2', role: 'customer' });
+    const sub = await admin.call('POST', '/admin/subscriptions', { customer_id: customer.id, main_domain: 'bench.example.com' });
+    for (let i = 0; i < 20; i++) await admin.call('POST', '/sites', { domain: `site-${i}.bench.example.com`, subscription_id: sub.id });
+    const keys = [];
+    for (let i = 0; i < 8; i++) {
+      const email = `bench-admin-${i}@example.com`;
+      await admin.call('POST', '/admin/users', { email, name: `Bench admin ${i}`, password: 'bench-password-2', role: 'admin' });
+      const { token } = await client(admin.url, admin.ca).call('POST', '/auth/login', { email, password: 'bench-password-2' });
+      keys.push((await admin.withToken(token).call('POST', '/auth/api-keys', { name: `bench-${i}` })).key);
+    }
+    const agent = new Agent({ connect: { ca: tls.cert } });
+    const res = await request(`${daemon.url}${PATH}`, { headers: { authorization: `Bearer ${keys[0]}` }, dispatcher: agent });
+    const body = await res.body.text();
+    await agent.close();
+    return { dataDir, keys, body };
+  } finally {
+    await stopDaemon(daemon);
+    await rm(join(dataDir, 'daemon.json'), { force: true });
+  }
+}
+
+/** Takes what a response writes and drops it. */
+class NullSocket extends Writable {
+  remoteAddress = '127.0.0.1';
+  remotePort = 40_000;
+  encrypted = true;
+  constructor() {
+    super({ decodeStrings: false });
+  }
+  _write(_chunk, _encoding, callback) {
+    callback();
+  }
+  _writev(_chunks, callback) {
+    callback();
+  }
+  setTimeout() {}
+  setNoDelay() {}
+  setKeepAlive() {}
+  ref() {}
+  unref() {}
+}
+
+/** An app as server.ts builds it (logging at `error` to nowhere), on a copy of the data directory. */
+async function appOf(spec, dataDir) {
+  const [root, flag] = spec.split('#');
+  const dir = await mkdtemp(join(tmpdir(), 'panelctl-request-path-'));
+  await cp(dataDir, dir, { recursive: true });
+  const { openStore } = await import(join(root, 'dist/store/factory.js'));
+  const { layout } = await import(join(root, 'dist/shared/paths.js'));
+  const { buildApp, LOG_REDACT } = await import(join(root, 'dist/daemon/app.js'));
+  const { RequestLines, serializeRequest } = await import(join(root, 'dist/daemon/request-logger.js'));
+  const store = await openStore({ dataDir: dir });
+  const nowhere = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  const logging = {
+    logger: { level: 'error', redact: { paths: LOG_REDACT, censor: '[redacted]' }, serializers: { req: serializeRequest }, stream: nowhere },
+    logController: new RequestLines('error'),
+  };
+  const app = await buildApp({ store, paths: layout(dir), jwtSecret: new Uint8Array(32).fill(7), allowPrivateWebhooks: true }, flag === 'nolog' ? {} : logging);
+  await app.ready();
+  return { name: spec, app, close: async () => (await app.close(), await rm(dir, { recursive: true, force: true })) };
+}
+
+async function bareOf(body) {
+  const Fastify = (await import('fastify')).default;
+  const app = Fastify();
+  app.get(PATH, async (_request, reply) => reply.header('content-type', 'application/json; charset=utf-8').send(body));
+  await app.ready();
+  return { name: 'bare fastify', app, close: () => app.close() };
+}
+
+const { dataDir, keys, body } = await seed();
+const targets = [];
+try {
+  for (const spec of roots) targets.push(await appOf(spec, dataDir));
+  if (process.argv.includes('--bare')) targets.push(await bareOf(body));
+  const socket = new NullSocket();
+  let sent = 0;
+  /** One request through the app's 'request' listener; resolves with the status once finished. */
+  const once = (app) => {
+    const req = new IncomingMessage(socket);
+    req.method = 'GET';
+    req.url = PATH;
+    req.httpVersionMajor = 1;
+    req.httpVersionMinor = 1;
+    req.httpVersion = '1.1';
+    req.headers = { host: '127.0.0.1:3443', authorization: `Bearer ${keys[sent++ % keys.length]}`, 'user-agent': 'request-path', accept: '*/*' };
+    req.complete = true;
+    req.push(null);
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = true;
+    res.assignSocket(socket);
+    return new Promise((resolve) => {
+      res.on('finish', () => {
+        res.detachSocket(socket);
+        resolve(res.statusCode);
+      });
+      app.server.emit('request', req, res);
+    });
+  };
+  for (const target of targets) {
+    const status = await once(target.app);
+    if (status !== 200) throw new Error(`${target.name}: ${PATH} answered ${status}`);
+    for (let i = 0; i < perBatch; i++) await once(target.app);
+    target.us = [];
+  }
+  for (let batch = 0; batch < batches; batch++) {
+    for (const target of targets) {
+      const before = process.cpuUsage();
+      for (let i = 0; i < perBatch; i++) await once(target.app);
+      const used = process.cpuUsage(before);
+      target.us.push((used.user + used.system) / perBatch);
+    }
+  }
+  console.log(`CPU per request, median of ${batches} alternating batches of ${perBatch}:`);
+  for (const target of targets) console.log(`  ${median(target.us).toFixed(2)} µs (${Math.min(...target.us).toFixed(2)}–${Math.max(...target.us).toFixed(2)})  ${target.name}`);
+  for (const target of targets.slice(1)) {
+    const differences = target.us.map((us, i) => us - targets[0].us[i]);
+    console.log(`  ${target.name} − ${targets[0].name}: median ${median(differences).toFixed(2)} µs per request (batches: ${differences.map((d) => d.toFixed(2)).join(' ')})`);
+  }
+} finally {
+  for (const target of targets) await target.close();
+  await rm(dataDir, { recursive: true, force: true });
+}
+process.exit(0);
