@@ -92,7 +92,7 @@ WITH u AS MATERIALIZED (
   SELECT nextval('delivery_log_id_seq'::regclass) AS id, v.*
   FROM (
     SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (delivery_id text, endpoint_id bigint, event text, payload json, attempt int, status_code int,
-      response text, success boolean, duration_ms float8, created_at text, request_headers jsonb, extra jsonb))
+      response text, success boolean, duration_ms float8, created_at text, request_headers text, extra text))
       WITH ORDINALITY AS x (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
     ORDER BY x.n
   ) v
