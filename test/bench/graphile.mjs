@@ -143,6 +143,9 @@ export function clusterSampler(postmaster, everyMs = 20) {
         }
         if (!alive) reapedSampled = [reapedSampled[0] + p.last[0], reapedSampled[1] + p.last[1]];
       }
+      const born = {};
+      for (const p of seen.values()) if (p.born) born[p.kind] = (born[p.kind] ?? 0) + 1;
+      if (Object.keys(born).length > 0) kinds.born = born;
       const pm = seen.get(postmaster);
       if (pm) add('reaped unsampled', pm.last[2] - pm.first[2] - reapedSampled[0], pm.last[3] - pm.first[3] - reapedSampled[1]);
       return kinds;
@@ -326,10 +329,10 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
         }
         const lines = [
           `  cluster CPU µs/delivery by kind (user+system): ${Object.entries(kinds)
-            .filter(([, v]) => v.user + v.system > 0)
+            .filter(([k, v]) => k !== 'born' && v.user + v.system > 0)
             .sort((a, b) => b[1].user + b[1].system - (a[1].user + a[1].system))
             .map(([k, v]) => `${k} ${(((v.user + v.system) * 1e6) / expected).toFixed(1)} (sys ${((v.system * 1e6) / expected).toFixed(1)})`)
-            .join(', ')}`,
+            .join(', ')}${kinds.born ? `; processes started: ${Object.entries(kinds.born).map(([k, n]) => `${k} ×${n}`).join(', ')}` : ''}`,
           `  WAL/delivery: ${per('lsn').toFixed(0)} B (pg_stat_wal ${per('wal_bytes').toFixed(0)} B, ${per('records').toFixed(2)} records, ${per('fpi').toFixed(3)} FPI, ${per('wal_write').toFixed(3)} writes, ${per('wal_sync').toFixed(3)} syncs); checkpoints ${after.checkpoints - before.checkpoints}`,
           `  ${database}/delivery: commits ${per('commits').toFixed(3)}, rollbacks ${per('rollbacks').toFixed(3)}, inserted ${per('inserted').toFixed(2)}, updated ${per('updated').toFixed(2)} (HOT ${per('hot_updated').toFixed(2)}), deleted ${per('deleted').toFixed(2)}; vacuums ${after.vacuums - before.vacuums}, autovacuums ${after.autovacuums - before.autovacuums}`,
           `  autovacuum log: ${Object.entries(vacuums).map(([t, v]) => `${t} ${v.runs}× ${v.cpuMs.toFixed(0)} ms`).join('; ') || 'none'}`,

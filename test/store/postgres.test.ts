@@ -397,6 +397,21 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await b.deliveryLog.get(hook.id, entry.id)).toBeUndefined();
   });
 
+  it("takes an endpoint's deliveries in every state with it when it is removed (pending or not, each by its own index)", async () => {
+    const owner = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(owner.id));
+    const other = await a.webhooks.insert(webhook(owner.id));
+    const pending = delivery(hook.id, Date.now());
+    const settled = { ...delivery(hook.id, Date.now()), state: 'failed' as const };
+    const kept = { ...delivery(other.id, Date.now()), state: 'failed' as const };
+    await a.outbox.enqueue(event(), [pending, settled, kept]);
+    expect(await b.outbox.get(settled.id)).toMatchObject({ state: 'failed' });
+    await a.webhooks.remove(hook.id);
+    expect(await b.outbox.get(pending.id)).toBeUndefined();
+    expect(await b.outbox.get(settled.id)).toBeUndefined();
+    expect(await b.outbox.get(kept.id)).toMatchObject({ state: 'failed' });
+  });
+
   it('leaves no delivery or log row of an endpoint removed while they are written, whichever commits first', async () => {
     const owner = await a.users.insert(user());
     const admin = new pg.Client({ connectionString: url });
