@@ -8,7 +8,7 @@ import { notePruned, recordValues, withIds, RECORD_PRUNE_SQL, type RecordRow } f
 
 /**
  * The revision of `endpoint`'s log (an SQL expression for its id): the entries ever added to it,
- * counted by each insert's own transaction (migration 0009). It grows with every commit that adds
+ * counted by the statement that inserts them (migrations 0009, 0013). It grows with every commit that adds
  * an entry, also one committed after a newer id. Pruning removes only entries older than the
  * newest LOG_RETENTION, which `list` does not answer, so it need not count.
  */
