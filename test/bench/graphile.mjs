@@ -285,7 +285,7 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
         await new Promise((r) => setTimeout(r, 1200));
         before = await walCounters(await statsOf(url), database);
         logFrom = (await stat(serverLog)).size;
-        sampler = clusterSampler(postmaster);
+        sampler = clusterSampler(postmaster, Number(process.env.BENCH_GRAPHILE_SAMPLE_MS ?? 20));
         await sampler.started;
       }
       // BENCH_GRAPHILE_PERF=DIR: `perf record` of the whole machine during each measured round (DIR/<database>-<n>.data).
