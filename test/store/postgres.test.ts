@@ -534,6 +534,13 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     // A lone surrogate (which no decoded answer holds) goes in as the driver encodes text.
     const [lone] = await a.outbox.record('w', [], [logEntry(hook.id, { response: `a\ud800b` })]);
     expect((await b.deliveryLog.getMany([lone.id]))[0].response).toBe('a\ufffdb');
+    // A NUL in the request headers or extra fields (kept as text, read as jsonb, which refuses
+    // one) is kept as U+FFFD: the log stays readable.
+    const [nul] = await a.outbox.record('w', [], [logEntry(hook.id, { request_headers: { 'x-n\0': 'a\0b' }, reason: 'r\0' })]);
+    const [read] = await b.deliveryLog.getMany([nul.id]);
+    expect(read.request_headers).toEqual({ 'x-n\ufffd': 'a\ufffdb' });
+    expect(read.reason).toBe('r\ufffd');
+    expect((await b.deliveryLog.list(hook.id))[0].id).toBe(nul.id);
   });
 
   it('reconnects its LISTEN connection when the server drops it, and asks listeners to look again', async () => {

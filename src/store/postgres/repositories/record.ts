@@ -243,14 +243,29 @@ export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries
 /** A lone surrogate as JSON.stringify writes it, an escape (pairs are written as they are). */
 const SURROGATE_ESCAPE = /\\ud[89a-f]/i;
 
+/** A NUL as JSON.stringify writes it. */
+const NUL_ESCAPE = /\\u0000/;
+
 /** String.prototype.toWellFormed (Node 20), which the compiled-for library does not declare. */
 type WellFormable = string & { toWellFormed(): string };
+
+/** `value` with every NUL of its strings (keys too) as U+FFFD. */
+function withoutNul(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('\0', '\ufffd');
+  if (Array.isArray(value)) return value.map(withoutNul);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll('\0', '\ufffd'), withoutNul(v)]));
+  }
+  return value;
+}
 
 /**
  * The entries as the JSON array of RECORD_SQL's `json_to_recordset`: one string for the batch,
  * where arrays of every column cost the driver an escaping pass over each value. A string with a
  * lone surrogate (which the server's JSON parser refuses) is sent with U+FFFD in its place, as
- * the driver's UTF-8 encoding of a text value would.
+ * the driver's UTF-8 encoding of a text value would. The request headers and extra fields are
+ * kept as text and read back as jsonb, which refuses a NUL: theirs are sent as U+FFFD, so one
+ * entry can never make its log unreadable.
  */
 function entriesJson(entries: Omit<DeliveryLogEntry, 'id'>[]): string {
   const rows = entries.map((e) => ({
@@ -267,7 +282,14 @@ function entriesJson(entries: Omit<DeliveryLogEntry, 'id'>[]): string {
     request_headers: e.request_headers ?? {},
     extra: logExtra(e),
   }));
-  const json = JSON.stringify(rows);
+  let json = JSON.stringify(rows);
+  if (NUL_ESCAPE.test(json)) {
+    for (const row of rows) {
+      row.request_headers = withoutNul(row.request_headers) as typeof row.request_headers;
+      row.extra = withoutNul(row.extra) as typeof row.extra;
+    }
+    json = JSON.stringify(rows);
+  }
   return SURROGATE_ESCAPE.test(json) ? JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? (value as WellFormable).toWellFormed() : value)) : json;
 }
 
