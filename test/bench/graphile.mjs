@@ -314,6 +314,11 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
         const after = await walCounters(await statsOf(url), database);
         const per = (k) => (after[k] - before[k]) / expected;
         const vacuumLines = (await readFile(serverLog, 'utf8')).slice(logFrom).split('\n');
+        // BENCH_GRAPHILE_LOG_GREP=REGEX: the server log's lines of the round that match, on stderr.
+        if (process.env.BENCH_GRAPHILE_LOG_GREP) {
+          const pattern = new RegExp(process.env.BENCH_GRAPHILE_LOG_GREP);
+          for (const line of vacuumLines) if (pattern.test(line)) process.stderr.write(`  log: ${line}\n`);
+        }
         const vacuums = {};
         let table = null;
         for (const line of vacuumLines) {
