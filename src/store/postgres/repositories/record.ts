@@ -82,7 +82,12 @@ const COUNT_REVISIONS_SQL = /* sql */ `counted AS MATERIALIZED (
  * the same order, never in a cycle, and the second skips what the first deleted.
  */
 export const RECORD_SQL = recordSql({ prune: false, settled: false });
-/** As RECORD_SQL, and prunes the logs of the endpoints in $7, each from the id in $8 up (see PrunedLog). */
+/**
+ * As RECORD_SQL, and prunes the logs of the endpoints in $7, a JSON array of [endpoint, low]
+ * pairs, each from the id `low` up (see PrunedLog). JSON rather than two arrays: the server
+ * estimates an array parameter by its length, so with arrays it found each call's own plan
+ * cheaper than the prepared one and planned the statement anew nearly every time.
+ */
 export const RECORD_PRUNE_SQL = recordSql({ prune: true, settled: false });
 /** As RECORD_SQL (with no entries: `settle`), answering the ids of the deliveries settled as well. */
 export const SETTLE_SQL = recordSql({ prune: false, settled: true });
@@ -138,7 +143,8 @@ WITH u AS MATERIALIZED (
 )${
     prune
       ? /* sql */ `, bounds AS MATERIALIZED (
-  SELECT e.endpoint_id, e.low, kept.id AS high FROM unnest($7::bigint[], $8::bigint[]) AS e (endpoint_id, low)
+  SELECT e.endpoint_id, e.low, kept.id AS high
+  FROM (SELECT (p->>0)::bigint AS endpoint_id, (p->>1)::bigint AS low FROM json_array_elements($7::json) p) e
   CROSS JOIN LATERAL (
     SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e.endpoint_id ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1
   ) kept
@@ -226,7 +232,7 @@ export interface Prune {
 /**
  * The values of a record statement: the entries as one JSON array ($1; a column each, and the
  * payload as its exact JSON text, so it keeps its key order), the owner ($2), the outcomes as
- * arrays ($3..$6) and the prunes ($7, $8).
+ * arrays ($3..$6) and the prunes ($7, as JSON).
  */
 export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: Prune[]): unknown[] {
   return [
@@ -236,7 +242,7 @@ export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries
     outcomes.map((o) => o.state),
     outcomes.map((o) => o.attempts),
     outcomes.map((o) => o.next_attempt_at),
-    ...(prune.length > 0 ? [prune.map((p) => p.endpointId), prune.map((p) => p.low)] : []),
+    ...(prune.length > 0 ? [JSON.stringify(prune.map((p) => [p.endpointId, p.low]))] : []),
   ];
 }
 
