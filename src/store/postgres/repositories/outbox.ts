@@ -194,7 +194,7 @@ const PAUSED = (id: string) => `SELECT 1 FROM webhooks w WHERE w.id = ${id} AND 
  * address (or is locked) and is stepped over. The work pool runs with enable_seqscan off
  * (postgres-store.ts).
  */
-export const CLAIM_SQL = /* sql */ `
+const CLAIM_SQL = /* sql */ `
 WITH eps AS MATERIALIZED (
   SELECT p.endpoint_id, w.rate_limit_per_second AS rate
   FROM pending_endpoints p JOIN webhooks w ON w.id = p.endpoint_id
