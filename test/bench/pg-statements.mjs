@@ -20,7 +20,8 @@ const roots = args.filter((a) => !a.startsWith('--')).map((r) => resolve(r));
 if (roots.length === 0) roots.push(ROOT);
 const ENDPOINTS = 10;
 const EVENTS = 26;
-const ENTRIES = 256;
+// BENCH_STATEMENTS_ENTRIES: entries a record statement (a dispatcher under the benchmark's load records about 50).
+const ENTRIES = Number(process.env.BENCH_STATEMENTS_ENTRIES ?? 256);
 const STATEMENTS = 50;
 
 /** CPU seconds of one process (user and system). */
@@ -45,6 +46,13 @@ async function side(root, adminUrl) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+  // The record goes on a connection of its own set as the dispatcher's work pool is (no
+  // sequential scans): on the publishing connection's settings its plan, made when the round's
+  // vacuum had just emptied the log, scanned the table on every statement.
+  const recorder = new pg.Client({ connectionString: url });
+  await recorder.connect();
+  await recorder.query('SET enable_seqscan = off');
+  const recorderPid = (await recorder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   const body = JSON.stringify({ event: 'site.created', timestamp: at, data: { site_id: 1, domain: 'e1.example.com' } });
   // An attempt's log entry as the dispatcher writes it (the signed request's headers included).
   const headers = { 'content-type': 'application/json', 'user-agent': 'panelctl-webhooks', 'x-webhook-id': 'id', 'x-webhook-event': 'site.created', 'x-webhook-timestamp': '1700000000', 'x-webhook-signature': `sha256=${'a'.repeat(64)}` };
@@ -53,16 +61,16 @@ async function side(root, adminUrl) {
     const ids = Array.from({ length: EVENTS }, () => crypto.randomUUID());
     return client.query(PUBLISH_SQL, [ids, ids.map(() => 'site.created'), ids.map(() => user.id), ids.map(() => '{"site_id":1}'), ids.map(() => at), ids.map(() => body), ids.map(() => Date.now()), ids.map(() => at)]);
   };
-  const record = () => client.query(RECORD_SQL, recordValues('bench', [], entries, []));
-  return { root, client, pid: rows[0].pid, publish, record, published: [], recorded: [] };
+  const record = () => recorder.query(RECORD_SQL, recordValues('bench', [], entries, []));
+  return { root, client, recorder, pid: rows[0].pid, recorderPid, publish, record, published: [], recorded: [] };
 }
 
 /** The backend's CPU (µs) per row of `count` statements after three unmeasured ones. */
-async function perRow(s, statement, rows) {
+async function perRow(pid, statement, rows) {
   for (let i = 0; i < 3; i++) await statement();
-  const before = await cpuOf(s.pid);
+  const before = await cpuOf(pid);
   for (let i = 0; i < STATEMENTS; i++) await statement();
-  return (((await cpuOf(s.pid)) - before) * 1e6) / (STATEMENTS * rows);
+  return (((await cpuOf(pid)) - before) * 1e6) / (STATEMENTS * rows);
 }
 
 const cluster = await startCluster(findPgBin(), { durable: true });
@@ -75,8 +83,8 @@ try {
       await s.client.query('DELETE FROM deliveries');
       await s.client.query('DELETE FROM delivery_log');
       await s.client.query('VACUUM deliveries, delivery_log');
-      s.published.push(await perRow(s, s.publish, EVENTS * ENDPOINTS));
-      s.recorded.push(await perRow(s, s.record, ENTRIES));
+      s.published.push(await perRow(s.pid, s.publish, EVENTS * ENDPOINTS));
+      s.recorded.push(await perRow(s.recorderPid, s.record, ENTRIES));
     }
     process.stderr.write(`round ${round + 1}: ${sides.map((s) => `publish ${s.published.at(-1).toFixed(1)}, record ${s.recorded.at(-1).toFixed(1)}`).join(' | ')} µs a row\n`);
   }
@@ -85,7 +93,7 @@ try {
     const paired = (key) => median(sides[0][key].map((v, i) => v / sides[1][key][i])).toFixed(3);
     console.log(`first / second, median of paired rounds: publish ${paired('published')}, record ${paired('recorded')}`);
   }
-  for (const s of sides) await s.client.end();
+  for (const s of sides) await Promise.all([s.client.end(), s.recorder.end()]);
 } finally {
   await cluster.stop();
 }

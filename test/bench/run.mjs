@@ -982,7 +982,7 @@ await stage('pgWrites', async () => (results.pgWrites = await benchWritesVsPool(
 await stage('graphile', async () =>
   (results.graphile = await withCluster(
     (adminUrl) => benchGraphile(adminUrl, { events: EVENTS, endpoints: ENDPOINTS, rounds: Number(process.env.BENCH_GRAPHILE_ROUNDS ?? (QUICK ? 1 : 5)), log, settings: BENCH_SETTINGS }),
-    process.env.BENCH_GRAPHILE_STATEMENTS === '1' ? '-c shared_preload_libraries=pg_stat_statements' : '',
+    [process.env.BENCH_GRAPHILE_STATEMENTS === '1' ? '-c shared_preload_libraries=pg_stat_statements' : '', process.env.BENCH_GRAPHILE_BREAKDOWN === '1' ? '-c log_autovacuum_min_duration=0' : ''].filter(Boolean).join(' '),
   )));
 await stage('backlog', async () => (results.backlog = await benchBacklog(QUICK ? 100_000 : 400_000)));
 // Delivery logs on PostgreSQL and GET /webhooks?limit=100 with 10,000 endpoints (both stores).

@@ -174,8 +174,11 @@ describe.skipIf(!adminUrl)('importJsonStore (store migrate --to)', () => {
       expect(await pgStore.sharedSecret('jwt', () => 'x')).toBe('journal-secret');
       // Ids continue after the JSON store's counters: the deleted user's id is not handed out again.
       expect((await pgStore.users.insert(newUser('next@example.com', 'customer'))).id).toBe(gone.id + 1);
+      // The imported log's revision counts its entries, and moves with the next one.
+      expect(await pgStore.deliveryLog.revision(hook.id)).toBe('100');
       const { id: _logId, ...entry } = logged[0];
       const [next] = await pgStore.deliveryLog.append([entry]);
+      expect(await pgStore.deliveryLog.revision(hook.id)).toBe('101');
       // The JSON store reserved log ids a block of 1,000 ahead at its first append (announced ids
       // are never used again after a crash), so the imported counter continues past that block.
       expect(next.id).toBe(logged[0].id + 1_000 + 1);

@@ -397,6 +397,21 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     expect(await b.deliveryLog.get(hook.id, entry.id)).toBeUndefined();
   });
 
+  it("takes an endpoint's deliveries in every state with it when it is removed (pending or not, each by its own index)", async () => {
+    const owner = await a.users.insert(user());
+    const hook = await a.webhooks.insert(webhook(owner.id));
+    const other = await a.webhooks.insert(webhook(owner.id));
+    const pending = delivery(hook.id, Date.now());
+    const settled = { ...delivery(hook.id, Date.now()), state: 'failed' as const };
+    const kept = { ...delivery(other.id, Date.now()), state: 'failed' as const };
+    await a.outbox.enqueue(event(), [pending, settled, kept]);
+    expect(await b.outbox.get(settled.id)).toMatchObject({ state: 'failed' });
+    await a.webhooks.remove(hook.id);
+    expect(await b.outbox.get(pending.id)).toBeUndefined();
+    expect(await b.outbox.get(settled.id)).toBeUndefined();
+    expect(await b.outbox.get(kept.id)).toMatchObject({ state: 'failed' });
+  });
+
   it('leaves no delivery or log row of an endpoint removed while they are written, whichever commits first', async () => {
     const owner = await a.users.insert(user());
     const admin = new pg.Client({ connectionString: url });
@@ -519,6 +534,13 @@ describe.skipIf(!adminUrl)('PostgresStore on a real server', () => {
     // A lone surrogate (which no decoded answer holds) goes in as the driver encodes text.
     const [lone] = await a.outbox.record('w', [], [logEntry(hook.id, { response: `a\ud800b` })]);
     expect((await b.deliveryLog.getMany([lone.id]))[0].response).toBe('a\ufffdb');
+    // A NUL in the request headers or extra fields (kept as text, read as jsonb, which refuses
+    // one) is kept as U+FFFD: the log stays readable.
+    const [nul] = await a.outbox.record('w', [], [logEntry(hook.id, { request_headers: { 'x-n\0': 'a\0b' }, reason: 'r\0' })]);
+    const [read] = await b.deliveryLog.getMany([nul.id]);
+    expect(read.request_headers).toEqual({ 'x-n\ufffd': 'a\ufffdb' });
+    expect(read.reason).toBe('r\ufffd');
+    expect((await b.deliveryLog.list(hook.id))[0].id).toBe(nul.id);
   });
 
   it('reconnects its LISTEN connection when the server drops it, and asks listeners to look again', async () => {

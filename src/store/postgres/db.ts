@@ -140,9 +140,13 @@ const names = new Map<string, string>();
  * A statement with parameters goes as a named prepared statement: each connection parses and
  * plans it once, not on every call (re-planning the outbox's CTE statements was much of the
  * server's time when dispatching). The name is a digest of the text, so equal texts share it.
+ * A statement without parameters goes as a prepared one only when its caller passes an empty
+ * list of values (a fixed text called often, such as the dispatcher's next-due query); without
+ * values it is sent as text, parsed and planned each time, as transaction control, savepoints
+ * with their numbered names and one-off statements must be.
  */
 function prepared(text: string, values: unknown[] | undefined): pg.QueryConfig | string {
-  if (!values || values.length === 0) return text;
+  if (!values) return text;
   let name = names.get(text);
   if (!name) {
     name = `panelctl_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;

@@ -282,6 +282,9 @@ async function copy(
       entries.map((e) => ({ ...e, payload: e.payload === undefined ? null : e.payload, request_headers: e.request_headers ?? {}, extra: logExtra(e) }))),
     skipped,
   };
+  // Each imported log's revision counts its entries, as the statements that write a log do
+  // (the database was empty: no counter exists yet).
+  await client.query('INSERT INTO delivery_log_revisions (endpoint_id, entries) SELECT endpoint_id, count(*) FROM delivery_log GROUP BY endpoint_id');
   if (data.settings && Object.keys(data.settings).length > 0) {
     await client.query('INSERT INTO settings (id, data) VALUES (1, $1::jsonb)', [JSON.stringify(data.settings)]);
     summary.settings = true;

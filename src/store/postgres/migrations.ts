@@ -17,6 +17,7 @@ import logRevisions from './migrations/0009-log-revisions.js';
 import queueNoTruncate from './migrations/0010-queue-no-truncate.js';
 import feedMembers from './migrations/0011-feed-members.js';
 import queueEndpointLocks from './migrations/0012-queue-endpoint-locks.js';
+import queueWrites from './migrations/0013-queue-writes.js';
 
 export interface PgMigration {
   version: number;
@@ -41,6 +42,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 10, name: 'queue tables keep their pages when vacuumed', sql: queueNoTruncate },
   { version: 11, name: 'change feed members for the write fence', sql: feedMembers },
   { version: 12, name: 'queue rows lock their endpoints once per statement', sql: queueEndpointLocks },
+  { version: 13, name: 'fewer parses and index entries per queued delivery', sql: queueWrites },
 ];
 
 /**

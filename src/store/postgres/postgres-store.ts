@@ -64,9 +64,22 @@ export class PostgresStore implements Store {
     // churn, and keeps a prepared statement's plan: one planned while the outbox held a handful
     // of rows walked the whole table (dead rows included) for every outcome of a batch once it
     // held thousands (see docs/decisions/postgres.md, "Plans that do not follow the outbox").
-    // Statements with no index to use still scan the table. Set before the connection's first
-    // use: a statement sent beside another on one connection is deprecated in the driver.
-    this.#workPool = createPool(url, { max: WORK_POOL_SIZE, limits, onConnect: (client) => client.query('SET enable_seqscan = off') });
+    // Statements with no index to use still scan the table. Bitmap scans are off for the same
+    // reason: a claim's walk of an endpoint's first due deliveries was planned, while the
+    // statistics counted a backlog, as a bitmap scan of all of them and a sort. With those two
+    // off, each statement's generic plan is its right plan, so the prepared plan is always used
+    // (plan_cache_mode): the server otherwise re-planned the claim on every call whenever its
+    // estimate of the generic plan (which cannot know the limits) exceeded a custom one's, and
+    // planning the claim costs the server about what running it does. JIT compilation is off:
+    // a generic plan's cost estimate, made without the limits, can pass the server's JIT
+    // thresholds, and the claim was then compiled anew on every call (over a second with a
+    // backlog of 100,000) to run for a millisecond. Set before the connection's first use, in
+    // one text: a statement sent beside another on one connection is deprecated in the driver.
+    this.#workPool = createPool(url, {
+      max: WORK_POOL_SIZE,
+      limits,
+      onConnect: (client) => client.query('SET enable_seqscan = off; SET enable_bitmapscan = off; SET plan_cache_mode = force_generic_plan; SET jit = off'),
+    });
     this.changes = new PgChangeFeed(url, () => {
       this.#settings = null;
     });

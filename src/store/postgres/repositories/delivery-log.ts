@@ -8,12 +8,19 @@ import { notePruned, recordValues, withIds, RECORD_PRUNE_SQL, type RecordRow } f
 
 /**
  * The revision of `endpoint`'s log (an SQL expression for its id): the entries ever added to it,
- * counted by each insert's own transaction (migration 0009). It grows with every commit that adds
+ * counted by the statement that inserts them (migrations 0009, 0013). It grows with every commit that adds
  * an entry, also one committed after a newer id. Pruning removes only entries older than the
  * newest LOG_RETENTION, which `list` does not answer, so it need not count.
  */
 export const LOG_REVISION_SQL = (endpoint: string) =>
   `SELECT coalesce(sum(entries), 0)::text AS revision FROM delivery_log_revisions WHERE endpoint_id = ${endpoint}`;
+
+/**
+ * An entry's columns as read: the request headers and extra fields are kept as JSON text
+ * (migration 0013) and read back as jsonb, so answers keep jsonb's key order as before.
+ */
+const LOG_COLUMNS =
+  'id, delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers::jsonb AS request_headers, extra::jsonb AS extra';
 
 export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (db, ctx) => {
   const deliveryLog: DeliveryLogRepository = {
@@ -43,7 +50,7 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
       // which costs it and the client markedly less for a page of 100 entries.
       const { rows } = await db.query<{ log: string }>(
         `SELECT coalesce(json_agg(x ORDER BY x.id DESC), '[]')::text AS log FROM (
-           SELECT * FROM delivery_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}
+           SELECT ${LOG_COLUMNS} FROM delivery_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}
          ) x`,
         values,
       );
@@ -61,16 +68,16 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
       return out;
     },
     async get(endpointId, entryId) {
-      const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = $2 AND endpoint_id = $1', [endpointId, entryId]);
+      const { rows } = await db.query(`SELECT ${LOG_COLUMNS} FROM delivery_log WHERE id = $2 AND endpoint_id = $1`, [endpointId, entryId]);
       return rows[0] && toLogEntry(rows[0]);
     },
     async getMany(ids) {
       if (ids.length === 0) return [];
-      const { rows } = await db.query('SELECT * FROM delivery_log WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
+      const { rows } = await db.query(`SELECT ${LOG_COLUMNS} FROM delivery_log WHERE id = ANY ($1::bigint[]) ORDER BY id`, [ids]);
       return rows.map(toLogEntry);
     },
     async since(entryId, limit) {
-      const { rows } = await db.query('SELECT * FROM delivery_log WHERE id > $1 ORDER BY id LIMIT $2', [entryId, Math.max(0, limit)]);
+      const { rows } = await db.query(`SELECT ${LOG_COLUMNS} FROM delivery_log WHERE id > $1 ORDER BY id LIMIT $2`, [entryId, Math.max(0, limit)]);
       return rows.map(toLogEntry);
     },
   };
@@ -85,7 +92,7 @@ export const deliveryLogRepository: RepositoryFactory<DeliveryLogRepository> = (
  */
 const HEALTH_SQL = /* sql */ `
 SELECT e.endpoint_id, h.attempts, h.successes, h.success_id, h.success_delivery, h.success_attempt, h.success_at, h.failures,
-       (SELECT json_build_array(z.created_at, z.extra->'reason', z.status_code, z.response) FROM delivery_log z WHERE z.id = h.failure_id) AS last_failure
+       (SELECT json_build_array(z.created_at, z.extra::jsonb->'reason', z.status_code, z.response) FROM delivery_log z WHERE z.id = h.failure_id) AS last_failure
 FROM unnest($1::bigint[]) AS e (endpoint_id)
 CROSS JOIN LATERAL (
   SELECT count(*)::int AS attempts,

@@ -49,10 +49,32 @@ const NOTICES_SQL = /* sql */ `SELECT count(pg_notify('${CHANNEL}', n.notice)) F
   ) n`;
 
 /**
+ * The CTEs that add the entries inserted (`ins`: id, endpoint_id) to their endpoints' log
+ * revisions (LOG_REVISION_SQL in delivery-log.ts): one counter row per endpoint written that no other
+ * transaction holds (SKIP LOCKED: writers to one endpoint never wait for each other's commit on
+ * a counter), or a new one. The counters commit with their entries, in the same statement. The
+ * statement that writes the log does this itself rather than a trigger on the log: a trigger's
+ * call and its three statements cost the server more per record than the entries' own rows.
+ */
+const COUNT_REVISIONS_SQL = /* sql */ `counted AS MATERIALIZED (
+  SELECT i.endpoint_id, count(*) AS n FROM ins i GROUP BY i.endpoint_id
+), counters AS MATERIALIZED (
+  SELECT c.endpoint_id, c.n, f.id FROM counted c
+  LEFT JOIN LATERAL (
+    SELECT r.id FROM delivery_log_revisions r WHERE r.endpoint_id = c.endpoint_id LIMIT 1 FOR UPDATE SKIP LOCKED
+  ) f ON true
+), bumped AS (
+  UPDATE delivery_log_revisions r SET entries = r.entries + c.n FROM counters c WHERE r.id = c.id
+), added AS (
+  INSERT INTO delivery_log_revisions (endpoint_id, entries) SELECT c.endpoint_id, c.n FROM counters c WHERE c.id IS NULL
+)`;
+
+/**
  * Appends log entries, settles outcomes and prunes logs in one statement (one round trip, one
  * commit). Each entry gets its id from the sequence in the order given, also when its endpoint
  * was deleted meanwhile (such an entry is answered but not kept, as the JSON store does); the
- * endpoints written to are locked once each (LIVE_ENDPOINTS_SQL). Final outcomes delete their
+ * endpoints written to are locked once each (LIVE_ENDPOINTS_SQL), and their log revisions
+ * counted (COUNT_REVISIONS_SQL). Final outcomes delete their
  * delivery, as the JSON store does; a retry stays pending, unleased. The
  * statement's own transaction sends its notices (NOTICES_SQL), so they go out with its commit
  * and cost no statement of their own. A prune deletes by row address, which the server visits
@@ -60,7 +82,12 @@ const NOTICES_SQL = /* sql */ `SELECT count(pg_notify('${CHANNEL}', n.notice)) F
  * the same order, never in a cycle, and the second skips what the first deleted.
  */
 export const RECORD_SQL = recordSql({ prune: false, settled: false });
-/** As RECORD_SQL, and prunes the logs of the endpoints in $7, each from the id in $8 up (see PrunedLog). */
+/**
+ * As RECORD_SQL, and prunes the logs of the endpoints in $7, a JSON array of [endpoint, low]
+ * pairs, each from the id `low` up (see PrunedLog). JSON rather than two arrays: the server
+ * estimates an array parameter by its length, so with arrays it found each call's own plan
+ * cheaper than the prepared one and planned the statement anew nearly every time.
+ */
 export const RECORD_PRUNE_SQL = recordSql({ prune: true, settled: false });
 /** As RECORD_SQL (with no entries: `settle`), answering the ids of the deliveries settled as well. */
 export const SETTLE_SQL = recordSql({ prune: false, settled: true });
@@ -92,7 +119,7 @@ WITH u AS MATERIALIZED (
   SELECT nextval('delivery_log_id_seq'::regclass) AS id, v.*
   FROM (
     SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (delivery_id text, endpoint_id bigint, event text, payload json, attempt int, status_code int,
-      response text, success boolean, duration_ms float8, created_at text, request_headers jsonb, extra jsonb))
+      response text, success boolean, duration_ms float8, created_at text, request_headers text, extra text))
       WITH ORDINALITY AS x (delivery_id, endpoint_id, event, payload, attempt, status_code, response, success, duration_ms, created_at, request_headers, extra, n)
     ORDER BY x.n
   ) v
@@ -103,8 +130,8 @@ WITH u AS MATERIALIZED (
   SELECT u.id, u.delivery_id, u.endpoint_id, u.event, u.payload, u.attempt, u.status_code, u.response, u.success, u.duration_ms,
          u.created_at, u.request_headers, u.extra
   FROM u WHERE u.endpoint_id IN (SELECT id FROM live)
-  RETURNING id
-), o AS MATERIALIZED (
+  RETURNING id, endpoint_id
+), ${COUNT_REVISIONS_SQL}, o AS MATERIALIZED (
   SELECT * FROM unnest($3::text[], $4::text[], $5::int[], $6::bigint[]) AS o (id, state, attempts, next_attempt_at)
 ), retried AS (
   UPDATE deliveries d SET attempts = o.attempts, next_attempt_at = o.next_attempt_at, lease_owner = NULL, lease_until = NULL
@@ -116,7 +143,8 @@ WITH u AS MATERIALIZED (
 )${
     prune
       ? /* sql */ `, bounds AS MATERIALIZED (
-  SELECT e.endpoint_id, e.low, kept.id AS high FROM unnest($7::bigint[], $8::bigint[]) AS e (endpoint_id, low)
+  SELECT e.endpoint_id, e.low, kept.id AS high
+  FROM (SELECT (p->>0)::bigint AS endpoint_id, (p->>1)::bigint AS low FROM json_array_elements($7::json) p) e
   CROSS JOIN LATERAL (
     SELECT x.id FROM delivery_log x WHERE x.endpoint_id = e.endpoint_id ORDER BY x.id DESC OFFSET ${LOG_RETENTION - 1} LIMIT 1
   ) kept
@@ -204,7 +232,7 @@ export interface Prune {
 /**
  * The values of a record statement: the entries as one JSON array ($1; a column each, and the
  * payload as its exact JSON text, so it keeps its key order), the owner ($2), the outcomes as
- * arrays ($3..$6) and the prunes ($7, $8).
+ * arrays ($3..$6) and the prunes ($7, as JSON).
  */
 export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries: Omit<DeliveryLogEntry, 'id'>[], prune: Prune[]): unknown[] {
   return [
@@ -214,21 +242,36 @@ export function recordValues(owner: string, outcomes: DeliveryOutcome[], entries
     outcomes.map((o) => o.state),
     outcomes.map((o) => o.attempts),
     outcomes.map((o) => o.next_attempt_at),
-    ...(prune.length > 0 ? [prune.map((p) => p.endpointId), prune.map((p) => p.low)] : []),
+    ...(prune.length > 0 ? [JSON.stringify(prune.map((p) => [p.endpointId, p.low]))] : []),
   ];
 }
 
 /** A lone surrogate as JSON.stringify writes it, an escape (pairs are written as they are). */
 const SURROGATE_ESCAPE = /\\ud[89a-f]/i;
 
+/** A NUL as JSON.stringify writes it. */
+const NUL_ESCAPE = /\\u0000/;
+
 /** String.prototype.toWellFormed (Node 20), which the compiled-for library does not declare. */
 type WellFormable = string & { toWellFormed(): string };
+
+/** `value` with every NUL of its strings (keys too) as U+FFFD. */
+function withoutNul(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('\0', '\ufffd');
+  if (Array.isArray(value)) return value.map(withoutNul);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll('\0', '\ufffd'), withoutNul(v)]));
+  }
+  return value;
+}
 
 /**
  * The entries as the JSON array of RECORD_SQL's `json_to_recordset`: one string for the batch,
  * where arrays of every column cost the driver an escaping pass over each value. A string with a
  * lone surrogate (which the server's JSON parser refuses) is sent with U+FFFD in its place, as
- * the driver's UTF-8 encoding of a text value would.
+ * the driver's UTF-8 encoding of a text value would. The request headers and extra fields are
+ * kept as text and read back as jsonb, which refuses a NUL: theirs are sent as U+FFFD, so one
+ * entry can never make its log unreadable.
  */
 function entriesJson(entries: Omit<DeliveryLogEntry, 'id'>[]): string {
   const rows = entries.map((e) => ({
@@ -245,7 +288,14 @@ function entriesJson(entries: Omit<DeliveryLogEntry, 'id'>[]): string {
     request_headers: e.request_headers ?? {},
     extra: logExtra(e),
   }));
-  const json = JSON.stringify(rows);
+  let json = JSON.stringify(rows);
+  if (NUL_ESCAPE.test(json)) {
+    for (const row of rows) {
+      row.request_headers = withoutNul(row.request_headers) as typeof row.request_headers;
+      row.extra = withoutNul(row.extra) as typeof row.extra;
+    }
+    json = JSON.stringify(rows);
+  }
   return SURROGATE_ESCAPE.test(json) ? JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? (value as WellFormable).toWellFormed() : value)) : json;
 }
 
