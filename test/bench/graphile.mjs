@@ -208,7 +208,10 @@ function startWorker(url, ca) {
  *
  * BENCH_GRAPHILE_OTHER=DIR adds a third side: the daemon of the checkout built in DIR (its own
  * bin/panelctl.js and dist/, its own database on the same cluster), measured in the same rounds,
- * to tell whether a change of ratio comes from the daemon or from the bench. With
+ * to tell whether a change of ratio comes from the daemon or from the bench. The third side
+ * shares the cluster with graphile-worker: compare it with panelctl, not with graphile-worker,
+ * whose rounds it can slow (an older build's daemon beside it has raised graphile-worker's
+ * cluster CPU per job by more than half); the ratio to graphile-worker is the two-sided run's. With
  * BENCH_GRAPHILE_STATEMENTS=1 (the cluster loads pg_stat_statements) each side's statements and
  * server execution time per delivery are counted too.
  */
