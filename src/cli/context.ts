@@ -3,7 +3,7 @@
 // reaching for process globals, so tests can run them with fake IO. Heavy modules (conf,
 // undici, chalk) are imported only by the paths that use them: `keys list --json` must start
 // about as fast as node itself.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { homedir } from 'node:os';
 import type { Command } from 'commander';
@@ -29,6 +29,8 @@ export interface Io {
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
+  /** Writes one whole text to stdout (as `stdout.write`); the process's Io may skip creating the stream. */
+  writeStdout?(text: string): void;
 }
 
 export interface StoredLogin {
@@ -52,10 +54,19 @@ export function sameUrl(a: string, b: string): boolean {
   return a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 }
 
-/** The process's streams, each touched only when used: creating process.stdin is not free. */
+/**
+ * The process's streams, each touched only when used: creating process.stdin is not free, nor is
+ * process.stdout on a pipe (a socket of its own, and it makes the pipe non-blocking). A whole
+ * text (a `--json` answer) written before anything used process.stdout goes straight to fd 1
+ * with blocking writes, as process.stdout writes pipes and files on Linux anyway; what such a
+ * write cannot take (a non-blocking pipe that is full, a closed pipe, any error) is handed to
+ * process.stdout, which waits or reports it as before (main's closed-pipe guard).
+ */
 function processIo(): Io {
+  let stdoutCreated = false;
   return {
     get stdout() {
+      stdoutCreated = true;
       return process.stdout;
     },
     get stderr() {
@@ -65,6 +76,17 @@ function processIo(): Io {
       return process.stdin;
     },
     env: process.env,
+    writeStdout(text: string) {
+      let rest = Buffer.from(text, 'utf8');
+      if (!stdoutCreated && process.platform !== 'win32') {
+        try {
+          while (rest.length > 0) rest = rest.subarray(writeSync(1, rest));
+        } catch {
+          // left to process.stdout below
+        }
+      }
+      if (rest.length > 0) this.stdout.write(rest);
+    },
   };
 }
 
@@ -283,7 +305,9 @@ export class Context {
 
   /** `--json`: only the data, as JSON, on stdout. */
   printJson(data: unknown): void {
-    this.io.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
+    const text = `${JSON.stringify(data, null, 2)}\n`;
+    if (this.io.writeStdout) this.io.writeStdout(text);
+    else this.io.stdout.write(text);
   }
 
   /** The human output helpers (colours, tables, spinner), loaded on first use. */

@@ -74,6 +74,33 @@ describe('the built CLI runs from its bundle', () => {
     expect(await readFile(created, 'utf8')).toBe('created\n');
   });
 
+  it('keys list --json writes its answer to a pipe without creating process.stdout; human output still uses the stream', async () => {
+    const created = join(dir, 'stdout.log');
+    const probe = join(dir, 'stdout-probe.cjs');
+    await writeFile(
+      probe,
+      `const own = Object.getOwnPropertyDescriptor(process, 'stdout');
+      Object.defineProperty(process, 'stdout', { configurable: true, enumerable: own.enumerable, get() {
+        require('node:fs').appendFileSync(${JSON.stringify(created)}, 'created\\n');
+        Object.defineProperty(process, 'stdout', own);
+        return own.get.call(process);
+      } });\n`,
+    );
+    const probed = { ...env, NODE_OPTIONS: `--require=${probe}` };
+    await rm(created, { force: true });
+    const expected = await runCli(['keys', 'list', '--json'], { env });
+    const result = await runCli(['keys', 'list', '--json'], { env: probed });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(expected.stdout);
+    expect(result.stdout).toBe('[]\n');
+    await expect(readFile(created, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+    const human = await runCli(['daemon', 'status'], { env: probed });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain(daemon.url);
+    expect(await readFile(created, 'utf8')).toBe('created\n');
+  });
+
   it('a refused connection loads daemon/lock.js from dist/ when it needs it, for its advice', async () => {
     await rm(log(), { force: true });
     const result = await runCli(['keys', 'list'], { env: { ...env, PANELCTL_URL: 'https://127.0.0.1:1' } });

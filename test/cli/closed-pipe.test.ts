@@ -35,6 +35,7 @@ describe('a closed pipe', () => {
   it.each([
     ['events', 'types'],
     ['--json', 'events', 'types'],
+    ['keys', 'list', '--json'],
     ['users', 'list'],
     ['webhooks', 'list'],
     ['settings', 'get'],
