@@ -109,7 +109,7 @@ async function requestOnce(
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
         response.on('error', reject);
         response.on('end', () =>
-          resolve({ statusCode: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), link: [response.headers.link ?? []].flat().join(', ') }),
+          resolve({ statusCode: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), link: linkHeader(response.rawHeaders) }),
         );
       },
     );
@@ -117,6 +117,16 @@ async function requestOnce(
     request.on('error', reject);
     request.end(options.body);
   });
+}
+
+/**
+ * The answer's `Link` header as `response.headers.link` gives it (several joined with ", "; "" when
+ * there is none), read from the raw list: the headers object is built on first use, for one field.
+ */
+function linkHeader(raw: string[]): string {
+  const values: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'link') values.push(raw[i + 1]);
+  return values.join(', ');
 }
 
 /** An open streaming answer (Server-Sent Events): its status and its body, read as a stream. */
@@ -141,6 +151,8 @@ export function nextPage(link: string | undefined): string | null {
 }
 
 function withQuery(path: string, extra: Record<string, string>): string {
+  // Nothing to add to a path without a query: as below, without URLSearchParams (a cost at start).
+  if (!path.includes('?') && Object.keys(extra).length === 0) return path;
   const [base, query = ''] = path.split('?', 2);
   const params = new URLSearchParams(query);
   for (const [name, value] of Object.entries(extra)) params.set(name, value);
