@@ -6,11 +6,15 @@
 // load from the rest of the machine; the figure to compare is the median of the paired ratios.
 // Not part of `npm run bench`; it needs `npm run build` (it loads dist/).
 //   node test/bench/dispatch-inproc.mjs [ROOT] [OTHER_ROOT] [--runs=6] [--rounds=4]
+// DISPATCH_INPROC_DATABASE_URL=postgres://…/postgres (a cluster's admin URL): each run uses a new
+// database there instead of a JSON store, and the cluster's CPU per delivery is reported beside
+// the process's (its user and system parts apart).
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readdir, readFile } from 'node:fs/promises';
 
 const EVENTS = 1000;
 const ENDPOINTS = 10;
@@ -24,7 +28,10 @@ async function run(root, rounds) {
   const { EventBus } = await import(join(root, 'dist/daemon/dispatcher/bus.js'));
   const { openStore } = await import(join(root, 'dist/store/factory.js'));
   const dir = await mkdtemp(join(tmpdir(), 'panelctl-inproc-'));
-  const store = await openStore({ dataDir: dir, create: true });
+  const adminUrl = process.env.DISPATCH_INPROC_DATABASE_URL;
+  const databaseUrl = adminUrl ? await freshDatabase(adminUrl) : undefined;
+  const postmaster = adminUrl ? await postmasterPid(adminUrl) : null;
+  const store = await openStore({ dataDir: dir, create: true, databaseUrl });
   const now = () => Date.now();
   const answer = { status_code: 200, response: 'ok', success: true, duration_ms: 1, reason: null };
   const sender = { send: () => new Promise((done) => setImmediate(done, { ...answer })), close: async () => undefined };
@@ -47,6 +54,7 @@ async function run(root, rounds) {
       const count = EVENTS * ENDPOINTS;
       const all = new Promise((resolve) => (waiting = { count, resolve }));
       const before = process.cpuUsage();
+      const clusterBefore = postmaster ? await clusterCpu(postmaster) : 0;
       let next = 0;
       await Promise.all(
         Array.from({ length: 32 }, async () => {
@@ -58,7 +66,8 @@ async function run(root, rounds) {
       );
       await all;
       const used = process.cpuUsage(before);
-      cpu.push((used.user + used.system) / count);
+      const cluster = postmaster ? ((await clusterCpu(postmaster)) - clusterBefore) * 1e6 : 0;
+      cpu.push({ total: (used.user + used.system) / count, user: used.user / count, system: used.system / count, cluster: cluster / count });
     }
   } finally {
     await dispatcher.stop();
@@ -69,6 +78,59 @@ async function run(root, rounds) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** The postmaster's pid, from a backend of the cluster of `url`. */
+async function postmasterPid(url) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+    const stat = await readFile(`/proc/${rows[0].pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU seconds of the cluster: the postmaster (with its reaped children) and every live child (as graphile.mjs counts). */
+async function clusterCpu(postmaster) {
+  let total = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(entry) === postmaster) total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    else if (Number(fields[1]) === postmaster) total += Number(fields[11]) + Number(fields[12]);
+  }
+  return total / 100;
+}
+
+/** A new database on the cluster of `adminUrl`, its URL. */
+async function freshDatabase(adminUrl) {
+  const { default: pg } = await import('pg');
+  const name = `inproc_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The rounds' medians of each figure (µs a delivery). */
+function summary(rounds) {
+  return Object.fromEntries(Object.keys(rounds[0]).map((key) => [key, median(rounds.map((r) => r[key]))]));
+}
 
 if (process.env.DISPATCH_INPROC_CHILD) {
   process.stdout.write(JSON.stringify(await run(process.env.DISPATCH_INPROC_CHILD, flag('rounds', 4))));
@@ -82,10 +144,12 @@ if (process.env.DISPATCH_INPROC_CHILD) {
     for (const b of order) {
       const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), ...args], { env: { ...process.env, DISPATCH_INPROC_CHILD: builds[b] }, encoding: 'utf8' });
       if (child.status !== 0) throw new Error(`run of ${builds[b]} failed: ${child.stderr}`);
-      results[b].push(median(JSON.parse(child.stdout)));
+      results[b].push(summary(JSON.parse(child.stdout)));
     }
-    process.stderr.write(`run ${i + 1}: ${results.map((r) => r.at(-1).toFixed(1)).join(' / ')} µs a delivery\n`);
+    const show = (r) => `${r.total.toFixed(1)} (user ${r.user.toFixed(1)}, system ${r.system.toFixed(1)}${r.cluster ? `, cluster ${r.cluster.toFixed(1)}` : ''})`;
+    process.stderr.write(`run ${i + 1}: ${results.map((r) => show(r.at(-1))).join(' / ')} µs a delivery\n`);
   }
-  builds.forEach((root, b) => console.log(`${root}: median ${median(results[b]).toFixed(1)} µs a delivery (runs ${results[b].map((v) => v.toFixed(1)).join(', ')})`));
-  if (builds.length === 2) console.log(`first / second, median of paired runs: ${median(results[0].map((v, i) => v / results[1][i])).toFixed(3)}`);
+  const key = process.env.DISPATCH_INPROC_DATABASE_URL ? (r) => r.total + r.cluster : (r) => r.total;
+  builds.forEach((root, b) => console.log(`${root}: median ${median(results[b].map((r) => r.total)).toFixed(1)} µs a delivery (runs ${results[b].map((r) => r.total.toFixed(1)).join(', ')})${process.env.DISPATCH_INPROC_DATABASE_URL ? `, cluster ${median(results[b].map((r) => r.cluster)).toFixed(1)}` : ''}`));
+  if (builds.length === 2) console.log(`first / second, median of paired runs (process${process.env.DISPATCH_INPROC_DATABASE_URL ? ' + cluster' : ''}): ${median(results[0].map((v, i) => key(v) / key(results[1][i]))).toFixed(3)}`);
 }

@@ -296,7 +296,15 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
         ? spawn('perf', [
             'record',
             // BENCH_GRAPHILE_PERF_CALLGRAPH=1: call graphs (DWARF) of the side's own backends only.
-            ...(process.env.BENCH_GRAPHILE_PERF_CALLGRAPH === '1' ? ['--call-graph', 'dwarf,32768', '-F', '499', '-p', (await backendsOf(postmaster, database)).join(',')] : ['-a', '-F', '1999']),
+            ...(process.env.BENCH_GRAPHILE_PERF_PROCESS === '1'
+              ? []
+              : process.env.BENCH_GRAPHILE_PERF_CALLGRAPH === '1'
+                ? ['--call-graph', 'dwarf,32768', '-F', '499', '-p', (await backendsOf(postmaster, database)).join(',')]
+                : ['-a', '-F', '1999']),
+            // BENCH_GRAPHILE_PERF_PROCESS=1: call graphs (frame pointers) of the side's own process
+            // (the daemon or graphile-worker's worker) only; with NODE_OPTIONS=--perf-basic-prof
+            // its JavaScript frames are named.
+            ...(process.env.BENCH_GRAPHILE_PERF_PROCESS === '1' ? ['-g', '-F', '999', '-p', String(pid)] : []),
             '-o', join(process.env.BENCH_GRAPHILE_PERF, `${database.replace(/_\d.*$/, '')}-${++perfRounds}.data`)], { stdio: ['ignore', 'ignore', 'pipe'] })
         : null;
       if (perf) await new Promise((r) => setTimeout(r, 300));

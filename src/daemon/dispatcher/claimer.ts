@@ -125,7 +125,7 @@ export class Claimer<B extends BatchRead> {
         await this.#claimDue();
         // Woken meanwhile (a slot came free, work was queued): claim again first.
         if (this.#woken || this.#state !== 'running') continue;
-        const due = await this.#o.store.outbox.nextDueAt();
+        const due = this.#holding() ? null : await this.#o.store.outbox.nextDueAt();
         const now = this.#o.clock();
         // Due now but not claimable (leased, or its endpoint or owner without room): a slot
         // coming free or the safety poll brings the loop back.
@@ -150,6 +150,20 @@ export class Claimer<B extends BatchRead> {
         };
       });
     }
+  }
+
+  /**
+   * Whether the scheduler holds a claimed delivery (ready or in flight). Such a delivery is
+   * pending in the store until its outcome is recorded, and fell due before it was claimed, so
+   * the earliest due time the store would answer is not in the future and could not shorten the
+   * sleep: it is not asked for (a statement per turn under load). Once nothing is held, the
+   * turn that follows the last recorded outcome (the recorder wakes the loop) asks again. Only
+   * an endpoint paused or deleted while its delivery is held hides that delivery from the
+   * store's answer; another delivery falling due within the sleep then waits for the safety poll.
+   */
+  #holding(): boolean {
+    const { scheduler } = this.#o;
+    return scheduler.running > 0 || scheduler.readyCount > 0;
   }
 
   #claimOptions(limit: number, perEndpoint: number) {
