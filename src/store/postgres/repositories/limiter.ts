@@ -62,9 +62,8 @@ export const limiterRepository: RepositoryFactory<LimiterRepository> = (db, ctx)
     async hit(key, windowMs, now) {
       return countHits(key, windowMs, now, 1);
     },
-    async countRequest(key, windowMs, now) {
-      return softHits ? softHits.hit(key, windowMs, now) : countHits(key, windowMs, now, 1);
-    },
+    // Not async: every API request makes one, and an async wrapper adds a promise and two turns.
+    countRequest: softHits ? (key, windowMs, now) => softHits.hit(key, windowMs, now) : (key, windowMs, now) => countHits(key, windowMs, now, 1),
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);
     },
