@@ -262,6 +262,9 @@ async function benchApi() {
 // answering the same bytes, in alternating rounds over fresh process pairs as benchApi does. The
 // listing and the callers are cached and served without asking the database while the daemon's
 // write fence holds (its lease renewed every 750 ms); each request counts its request window.
+// BENCH_API_OTHER=BIN: another build's daemon on the same database (a copy of the data directory,
+// so the same certificate) is a third target of the alternating rounds, as in benchApi. Both
+// daemons are fence members and count the same request windows; only one is loaded at a time.
 async function benchApiPostgres() {
   results.apiPostgres = await withCluster(async (adminUrl) => {
     const url = await socketUrlOf(await createDatabase(adminUrl, 'bench_api'));
@@ -274,6 +277,10 @@ async function benchApiPostgres() {
     const panel = [];
     const baseline = [];
     const perPair = [];
+    const otherBin = process.env.BENCH_API_OTHER;
+    let otherDir = null;
+    let other = null;
+    const otherRuns = [];
     // The server's CPU (its postmaster and every process it started) and the database's committed
     // transactions (each cached read's question is one, as is each batch of request-window hits).
     const stats = new pg.Client({ connectionString: url });
@@ -306,10 +313,19 @@ async function benchApiPostgres() {
       if (res.statusCode !== 200 || JSON.parse(body).data.length !== 20) throw new Error(`${path} on PostgreSQL: ${res.statusCode}: ${body.slice(0, 200)}`);
       const bodyFile = join(dataDir, 'bare-api-postgres.json');
       await writeFile(bodyFile, body);
+      if (otherBin) {
+        otherDir = await mkdtemp(join(os.tmpdir(), 'panelctl-bench-other-'));
+        // Copied while this build's daemon runs: its pid and state files stay behind.
+        await cp(dataDir, otherDir, { recursive: true, filter: (source) => !/daemon\.(json|pid)$/.test(source) });
+      }
       for (let pair = 0; pair < pairs; pair++) {
         if (pair > 0) {
           await stopDaemon(daemon);
           daemon = await startDaemon(dataDir, { env });
+        }
+        if (otherDir) {
+          if (other) await stopDaemon(other);
+          other = await startDaemon(otherDir, { env, bin: otherBin });
         }
         const bare = spawn(process.execPath, [...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []), join(ROOT, 'test/bench/bare-server.mjs'), join(dataDir, 'tls/cert.pem'), join(dataDir, 'tls/key.pem'), `${path}=${bodyFile}`], { stdio: ['ignore', 'pipe', 'inherit'] });
         const port = await new Promise((resolve) => bare.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
@@ -320,8 +336,10 @@ async function benchApiPostgres() {
             { url: `${daemon.url}${path}`, ca: tls.cert, headers: {}, keys, pid: daemon.proc.pid, serverCpu },
             { url: `https://127.0.0.1:${port}${path}`, ca: tls.cert, headers: {} },
             QUICK ? 3 : API_ROUNDS_PER_PAIR,
+            other ? [{ url: `${other.url}${path}`, ca: tls.cert, headers: {}, keys, pid: other.proc.pid, serverCpu }] : [],
           );
-          transactionsPerRequest.push(((await transactions()) - transactions0) / runs.panel.reduce((sum, r) => sum + r.total, 0));
+          if (other) otherRuns.push(...runs.others[0]);
+          transactionsPerRequest.push(((await transactions()) - transactions0) / [...runs.panel, ...(other ? runs.others[0] : [])].reduce((sum, r) => sum + r.total, 0));
           panel.push(...runs.panel);
           baseline.push(...runs.baseline);
           perPair.push(summarise(runs.panel, runs.baseline).ratio);
@@ -330,9 +348,13 @@ async function benchApiPostgres() {
           await new Promise((resolve) => (bare.exitCode !== null ? resolve() : bare.once('exit', resolve)));
         }
       }
-      return summarise(panel, baseline, { pairs, perPair, path, bytes: Buffer.byteLength(body), transactionsPerRequest: median(transactionsPerRequest) });
+      const result = summarise(panel, baseline, { pairs, perPair, path, bytes: Buffer.byteLength(body), transactionsPerRequest: median(transactionsPerRequest) });
+      if (otherRuns.length) result.other = { bin: otherBin, ...summarise(otherRuns, baseline), vsThis: summarise(panel, otherRuns) };
+      return result;
     } finally {
       await stats.end();
+      if (other) await stopDaemon(other);
+      if (otherDir) await rm(otherDir, { recursive: true, force: true });
       await stopDaemon(daemon);
       await rm(dataDir, { recursive: true, force: true });
     }

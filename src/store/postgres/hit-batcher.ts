@@ -19,16 +19,26 @@ export interface KeyHits {
 /** Counts the hits of several keys (each once in `batch`) in windows of `windowMs` in one statement; answers each key's row after them. */
 export type CountHits = (windowMs: number, batch: KeyHits[]) => Promise<Map<string, LimiterRecord>>;
 
-interface Hit {
+/** The hits of one key waiting for the next statement: their latest time, and each one's settling functions. */
+interface KeyWaiting {
   key: string;
-  windowMs: number;
   now: number;
-  resolve(record: LimiterRecord): void;
-  reject(error: unknown): void;
+  /** resolve and reject of each hit in arrival order, flat (two entries a hit): no object per hit. */
+  settle: Array<((record: LimiterRecord) => void) | ((error: unknown) => void)>;
+}
+
+// A hit's promise takes its settling functions through these rather than through a closure of its
+// own: every API request makes a hit, and each allocation on that path is collected under load.
+let capturedResolve: (record: LimiterRecord) => void = () => undefined;
+let capturedReject: (error: unknown) => void = () => undefined;
+function capture(resolve: (record: LimiterRecord) => void, reject: (error: unknown) => void): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
 export class HitBatcher {
-  #waiting: Hit[] = [];
+  /** Waiting hits by window length (one statement each), then by key, both in order of first arrival. */
+  #waiting = new Map<number, Map<string, KeyWaiting>>();
   #inFlight = false;
   /** When the last statement went out (performance.now()), and the timer of the next one held back. */
   #sentAt = -Infinity;
@@ -49,10 +59,19 @@ export class HitBatcher {
    * const { count } = await batcher.hit('rl:user:7', 60_000, Date.now());
    */
   hit(key: string, windowMs: number, now: number): Promise<LimiterRecord> {
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ key, windowMs, now, resolve, reject });
-      this.#send();
-    });
+    const promise = new Promise<LimiterRecord>(capture);
+    let keys = this.#waiting.get(windowMs);
+    if (keys === undefined) this.#waiting.set(windowMs, (keys = new Map()));
+    const waiting = keys.get(key);
+    if (waiting === undefined) keys.set(key, { key, now, settle: [capturedResolve, capturedReject] });
+    else {
+      // A key's hits are counted when the statement runs: at the latest of their times, so a window
+      // that ended while they waited starts afresh with them rather than taking them as its last.
+      if (now > waiting.now) waiting.now = now;
+      waiting.settle.push(capturedResolve, capturedReject);
+    }
+    if (!this.#inFlight && this.#held === null) this.#send();
+    return promise;
   }
 
   /** Sends the hits held back now, and resolves once every hit made so far is answered. */
@@ -66,14 +85,14 @@ export class HitBatcher {
         await this.#current;
         continue;
       }
-      if (this.#waiting.length === 0) return;
+      if (this.#waiting.size === 0) return;
       this.#sentAt = -Infinity;
       this.#send();
     }
   }
 
   #send(): void {
-    if (this.#inFlight || this.#held || this.#waiting.length === 0) return;
+    if (this.#inFlight || this.#held || this.#waiting.size === 0) return;
     const early = this.#sentAt + this.spacingMs - performance.now();
     if (early > 0) {
       this.#held = setTimeout(() => {
@@ -84,34 +103,30 @@ export class HitBatcher {
     }
     this.#sentAt = performance.now();
     // One window length per statement (the request limits use one); hits of another wait for the next.
-    const windowMs = this.#waiting[0].windowMs;
-    const batch = this.#waiting.filter((hit) => hit.windowMs === windowMs);
-    this.#waiting = this.#waiting.filter((hit) => hit.windowMs !== windowMs);
-    const byKey = new Map<string, Hit[]>();
-    for (const hit of batch) {
-      const hits = byKey.get(hit.key);
-      if (hits) hits.push(hit);
-      else byKey.set(hit.key, [hit]);
-    }
-    // A key's hits are counted when the statement runs: at the latest of their times, so a window
-    // that ended while they waited starts afresh with them rather than taking them as its last.
-    const keys = [...byKey].map(([key, hits]) => ({ key, now: hits.reduce((latest, hit) => Math.max(latest, hit.now), -Infinity), hits: hits.length }));
+    const [windowMs, byKey] = this.#waiting.entries().next().value!;
+    this.#waiting.delete(windowMs);
+    const keys: KeyHits[] = [];
+    for (const { key, now, settle } of byKey.values()) keys.push({ key, now, hits: settle.length / 2 });
     this.#inFlight = true;
     this.#current = this.count(windowMs, keys)
       .then(
         (records) => {
-          for (const [key, hits] of byKey) {
+          for (const { key, settle } of byKey.values()) {
             const record = records.get(key);
             if (!record) {
-              for (const hit of hits) hit.reject(new Error(`the hits of ${key} were not counted`));
+              const error = new Error(`the hits of ${key} were not counted`);
+              for (let i = 1; i < settle.length; i += 2) (settle[i] as (error: unknown) => void)(error);
               continue;
             }
             // Of N hits counted together, the first to arrive is answered count C-N+1 and the last C.
-            hits.forEach((hit, i) => hit.resolve({ ...record, count: record.count - hits.length + 1 + i }));
+            const first = record.count - settle.length / 2 + 1;
+            for (let i = 0; i < settle.length; i += 2) {
+              (settle[i] as (record: LimiterRecord) => void)({ key: record.key, count: first + i / 2, window_start: record.window_start, locked_until: record.locked_until });
+            }
           }
         },
         (error: unknown) => {
-          for (const hit of batch) hit.reject(error);
+          for (const { settle } of byKey.values()) for (let i = 1; i < settle.length; i += 2) (settle[i] as (error: unknown) => void)(error);
         },
       )
       .finally(() => {

@@ -6,11 +6,12 @@ import { toLimiter } from '../rows.js';
 
 /**
  * The least time between two statements counting request-window hits (see HitBatcher): however
- * many requests come, at most a hundred such statements a second. A request that must wait for
- * its count (it reaches the limit, or the daemon has no fresh count) may wait this much longer,
- * and the counts of other daemons' requests reach this one's view this much later.
+ * many requests come, at most forty such statements a second. A request that must wait for its
+ * count (it reaches the limit, or the daemon has no fresh count) may wait this much longer, and
+ * the counts of other daemons' requests reach this one's view this much later. Each statement is
+ * a round trip that wakes the daemon and the server (docs/decisions/identity.md).
  */
-const SOFT_HIT_SPACING_MS = 10;
+const SOFT_HIT_SPACING_MS = 25;
 
 export const limiterRepository: RepositoryFactory<LimiterRepository> = (db, ctx) => {
   /**
@@ -62,9 +63,8 @@ export const limiterRepository: RepositoryFactory<LimiterRepository> = (db, ctx)
     async hit(key, windowMs, now) {
       return countHits(key, windowMs, now, 1);
     },
-    async countRequest(key, windowMs, now) {
-      return softHits ? softHits.hit(key, windowMs, now) : countHits(key, windowMs, now, 1);
-    },
+    // Not async: every API request makes one, and an async wrapper adds a promise and two turns.
+    countRequest: softHits ? (key, windowMs, now) => softHits.hit(key, windowMs, now) : (key, windowMs, now) => countHits(key, windowMs, now, 1),
     async release(key) {
       await db.query('UPDATE limiter SET count = greatest(count - 1, 0) WHERE key = $1', [key]);
     },
