@@ -6,12 +6,11 @@ import { toLimiter } from '../rows.js';
 
 /**
  * The least time between two statements counting request-window hits (see HitBatcher): however
- * many requests come, at most forty such statements a second. A request that must wait for its
- * count (it reaches the limit, or the daemon has no fresh count) may wait this much longer, and
- * the counts of other daemons' requests reach this one's view this much later. Each statement is
- * a round trip that wakes the daemon and the server (docs/decisions/identity.md).
+ * many requests come, at most a hundred such statements a second. A request that must wait for
+ * its count (it reaches the limit, or the daemon has no fresh count) may wait this much longer,
+ * and the counts of other daemons' requests reach this one's view this much later.
  */
-const SOFT_HIT_SPACING_MS = 25;
+const SOFT_HIT_SPACING_MS = 10;
 
 export const limiterRepository: RepositoryFactory<LimiterRepository> = (db, ctx) => {
   /**
