@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readdir, readFile } from 'node:fs/promises';
+import { clusterCpu, postmasterPid } from './cluster-cpu.mjs';
 
 const EVENTS = 1000;
 const ENDPOINTS = 10;
@@ -78,38 +78,6 @@ async function run(root, rounds) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-/** The postmaster's pid, from a backend of the cluster of `url`. */
-async function postmasterPid(url) {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
-    const stat = await readFile(`/proc/${rows[0].pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } finally {
-    await client.end();
-  }
-}
-
-/** CPU seconds of the cluster: the postmaster (with its reaped children) and every live child (as graphile.mjs counts). */
-async function clusterCpu(postmaster) {
-  let total = 0;
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat;
-    try {
-      stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(entry) === postmaster) total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    else if (Number(fields[1]) === postmaster) total += Number(fields[11]) + Number(fields[12]);
-  }
-  return total / 100;
-}
 
 /** A new database on the cluster of `adminUrl`, its URL. */
 async function freshDatabase(adminUrl) {

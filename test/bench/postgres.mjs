@@ -12,7 +12,7 @@ import pg from 'pg';
 import { createDatabase, findPgBin, socketUrlOf, startCluster } from '../helpers/postgres.ts';
 import { ADMIN_PASSWORD, BIN, ROOT, cpuSeconds, login, makeDataDir, median, pool, startDaemon, startReceiver, stopDaemon, tlsOf } from './lib.mjs';
 import { WRITE_CLIENTS, fsyncRate, postSites, prepareWriter, seedStore } from './writes.mjs';
-import { clusterCpu, postmasterPid } from './graphile.mjs';
+import { clusterCpu, postmasterPid } from './cluster-cpu.mjs';
 
 /** A data directory initialised on `url` (schema and first admin in the database) by the build of `bin`. */
 export async function makePgDataDir(url, bin = BIN) {
