@@ -17,6 +17,9 @@
 // PostgreSQL store; a ROOT without a flag then stands for both `ROOT` and `ROOT#pg`. The store's
 // own work (its hit batches, lease renewals, the socket's reads) runs in this process and counts.
 // `--profile=DIR` writes one CPU profile per target, of its measured batches only, to DIR.
+// `--ticks` counts each target's process.nextTick calls per request by caller (before the batches);
+// `--heap=DIR` writes a sampling heap profile of each target's requests (bytes a request by
+// allocating function) to DIR, and prints each target's bytes allocated a request.
 // Every YIELD_EVERY requests the loop lets the event loop turn (timers, sockets): a request here
 // completes in microtasks and ticks alone, so without it a PostgreSQL store would read its
 // answers only between batches, and every hit of a batch would wait (and be kept) until then.
