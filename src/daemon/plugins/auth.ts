@@ -67,8 +67,9 @@ declare module 'fastify' {
 
 /**
  * A tentative caller's confirmation: started by the identifying hook, waited for by enforcement
- * (the route's last onRequest hook), which a request refused by its limits never reaches. A callback handed over,
- * not a promise: enforcement goes on in the same turn when the confirmation came first.
+ * (the route's last onRequest hook), which a request refused by its limits never reaches. A
+ * callback handed over, not a promise: enforcement goes on in the same turn when the
+ * confirmation came first.
  */
 class Confirmation {
   #settled = false;
@@ -128,7 +129,8 @@ function admit(uses: KeyUses, request: FastifyRequest, caller: Caller): void {
 }
 
 /**
- * Identifies the caller through the store; refusals are kept for enforcement (the route's last onRequest hook).
+ * Identifies the caller through the store; refusals are kept for enforcement (the route's last
+ * onRequest hook).
  * `remember`: the change feed was caught up before the look-up, so its caller may be cached.
  */
 async function identify(app: FastifyInstance, uses: KeyUses, cache: CallerCache, request: FastifyRequest, credential: string, digest: string, remember: boolean): Promise<void> {
