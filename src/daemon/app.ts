@@ -10,7 +10,7 @@ import dispatcherPlugin from './dispatcher/plugin.js';
 import authPlugin from './plugins/auth.js';
 import docsPlugin from './plugins/docs.js';
 import errorsPlugin from './plugins/errors.js';
-import requestIdPlugin, { requestId } from './plugins/request-id.js';
+import { requestId } from './plugins/request-id.js';
 import metricsPlugin from './metrics/plugin.js';
 import { clientErrorHandler, frameworkErrors } from './plugins/protocol-errors.js';
 import { validatorCompiler } from './plugins/validation.js';
@@ -100,8 +100,7 @@ export async function buildApp(options: DaemonOptions, server: FastifyServerOpti
   });
   app.decorate('routeList', routes);
 
-  // The errors plugin's first hook puts the request id on every answer; this one names it in 5xx messages.
-  await app.register(requestIdPlugin);
+  // The errors plugin's first hook puts the request id on every answer, and its handler names it in 5xx messages.
   await app.register(errorsPlugin);
   app.decorate('daemon', options);
   // Before the dispatcher and the request limits, which report to it.

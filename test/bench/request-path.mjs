@@ -17,6 +17,9 @@
 // PostgreSQL store; a ROOT without a flag then stands for both `ROOT` and `ROOT#pg`. The store's
 // own work (its hit batches, lease renewals, the socket's reads) runs in this process and counts.
 // `--profile=DIR` writes one CPU profile per target, of its measured batches only, to DIR.
+// `--ticks` counts each target's process.nextTick calls per request by caller (before the batches);
+// `--heap=DIR` writes a sampling heap profile of each target's requests (bytes a request by
+// allocating function) to DIR, and prints each target's bytes allocated a request.
 // Every YIELD_EVERY requests the loop lets the event loop turn (timers, sockets): a request here
 // completes in microtasks and ticks alone, so without it a PostgreSQL store would read its
 // answers only between batches, and every hit of a batch would wait (and be kept) until then.
@@ -208,6 +211,50 @@ try {
       if (i % YIELD_EVERY === 0) await turn();
     }
     target.us = [];
+  }
+  // `--ticks`: process.nextTick calls per request for each target, counted by their callers' frames.
+  if (process.argv.includes('--ticks')) {
+    const original = process.nextTick;
+    const N = 2000;
+    for (const target of targets) {
+      const byCaller = new Map();
+      let calls = 0;
+      process.nextTick = function (...args) {
+        calls++;
+        const stack = new Error().stack.split('\n').slice(2, 6).map((l) => l.trim().replace(/^at /, '').replace(/\(.*\/(node_modules\/)?/, '(')).join(' < ');
+        byCaller.set(stack, (byCaller.get(stack) ?? 0) + 1);
+        return original.apply(process, args);
+      };
+      const targetKeys = keysOf(target);
+      for (let i = 0; i < N; i++) await once(target.app, targetKeys);
+      process.nextTick = original;
+      console.log(`${target.name}: ${(calls / N).toFixed(2)} nextTick calls a request`);
+      for (const [stack, n] of [...byCaller].sort((a, b) => b[1] - a[1])) console.log(`  ${(n / N).toFixed(2)}  ${stack}`);
+    }
+  }
+  // `--heap=DIR`: a sampling heap profile of each target's requests (bytes allocated a request by
+  // allocating function, from samples taken every 256 bytes), written to DIR as target-N.heapprofile.
+  const HEAP_DIR = process.argv.find((a) => a.startsWith('--heap='))?.slice('--heap='.length);
+  if (HEAP_DIR) {
+    const heap = new Session();
+    heap.connect();
+    await heap.post('HeapProfiler.enable');
+    for (const [n, target] of targets.entries()) {
+      await heap.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      const targetKeys = keysOf(target);
+      for (let i = 0; i < perBatch; i++) {
+        await once(target.app, targetKeys);
+        if (i % YIELD_EVERY === 0) await turn();
+      }
+      const { profile } = await heap.post('HeapProfiler.stopSampling');
+      await writeFile(join(HEAP_DIR, `target-${n}.heapprofile`), JSON.stringify(profile));
+      // The tree's self sizes are the sampler's estimates of bytes allocated (each sample stands for ~256 bytes).
+      const total = (function sum(node) {
+        return node.selfSize + node.children.reduce((s, child) => s + sum(child), 0);
+      })(profile.head);
+      console.log(`${target.name}: ${(total / perBatch).toFixed(0)} bytes allocated a request (estimated by the sampling heap profiler)`);
+    }
+    heap.disconnect();
   }
   // Profiling: one profile per target, stopped and resumed around its batches (samples of the others left out).
   const session = PROFILE_DIR ? new Session() : null;

@@ -19,6 +19,7 @@ import { layout } from '../../src/shared/paths.js';
 import { runCli } from '../helpers/cli.js';
 import { sample } from '../helpers/prometheus.js';
 import { JsonStore } from '../../src/store/json/json-store.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
 import { realFileOps } from '../../src/store/json/file-ops.js';
 
 const NOW = () => new Date().toISOString();
@@ -40,6 +41,10 @@ describe('request ids, readiness and request metrics (in-process)', () => {
     // A route that fails as a bug would: the 500's message must carry the request id.
     app.get('/api/v1/test-boom', { config: { auth: 'none' } }, async () => {
       throw new Error('secret internals');
+    });
+    // A store that fails: its 503 names the request id as every 5xx does.
+    app.get('/api/v1/test-store-down', { config: { auth: 'none' } }, async () => {
+      throw new StoreUnavailableError('the JSON store is unavailable', { cause: new Error('EIO: secret path') });
     });
     const adminUser = await store.users.insert({ ...USER, email: 'admin@example.com', role: 'admin', created_at: NOW(), updated_at: NOW() });
     admin = await app.tokens.issue(adminUser.id, 'admin', 3600);
@@ -88,6 +93,9 @@ describe('request ids, readiness and request metrics (in-process)', () => {
     expect(answer.statusCode).toBe(500);
     expect(answer.json()).toEqual({ data: null, error: 'internal error', message: 'internal server error (request id quote-me-1)' });
     expect(answer.body).not.toContain('secret internals');
+    const down = await app.inject({ method: 'GET', url: '/api/v1/test-store-down', headers: { 'x-request-id': 'quote-me-2' } });
+    expect([down.statusCode, down.headers['retry-after'], down.headers['x-request-id']]).toEqual([503, '5', 'quote-me-2']);
+    expect(down.json()).toEqual({ data: null, error: 'storage unavailable', message: 'the store is unavailable; nothing was changed. Try again later. (request id quote-me-2)' });
     // A 4xx keeps its message as it was.
     expect((await app.inject({ method: 'GET', url: '/api/v1/nope' })).json().message).toBe('no route GET /api/v1/nope');
   });

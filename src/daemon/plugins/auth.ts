@@ -1,8 +1,9 @@
 // One authentication hook for every route. Resolves the caller from `Authorization: Bearer`
 // (a JWT or an `ncp_` API key) or `X-API-Key`, then enforces the route's `config.auth` level.
-// Identification runs at onRequest and enforcement at preParsing: the request limits (onRequest
-// hooks registered after this plugin) then know the user, and still count and answer, with their
-// headers, a request whose credentials are refused. No body is parsed for a refused caller.
+// Identification runs in a global onRequest hook and enforcement in the last onRequest hook of
+// each route: the request limits (global onRequest hooks registered after this plugin) then know
+// the user, and still count and answer, with their headers, a request whose credentials are
+// refused. No body is parsed for a refused caller.
 // Callers come from the one caller cache (auth/callers.ts), kept from the change feed and served
 // once the feed has caught up with the request (caught-up.ts).
 import fp from 'fastify-plugin';
@@ -65,9 +66,10 @@ declare module 'fastify' {
 }
 
 /**
- * A tentative caller's confirmation: started by the onRequest hook, waited for by enforcement
- * (preParsing), which a request refused by its limits never reaches. A callback handed over,
- * not a promise: enforcement goes on in the same turn when the confirmation came first.
+ * A tentative caller's confirmation: started by the identifying hook, waited for by enforcement
+ * (the route's last onRequest hook), which a request refused by its limits never reaches. A
+ * callback handed over, not a promise: enforcement goes on in the same turn when the
+ * confirmation came first.
  */
 class Confirmation {
   #settled = false;
@@ -127,7 +129,8 @@ function admit(uses: KeyUses, request: FastifyRequest, caller: Caller): void {
 }
 
 /**
- * Identifies the caller through the store; refusals are kept for enforcement (preParsing).
+ * Identifies the caller through the store; refusals are kept for enforcement (the route's last
+ * onRequest hook).
  * `remember`: the change feed was caught up before the look-up, so its caller may be cached.
  */
 async function identify(app: FastifyInstance, uses: KeyUses, cache: CallerCache, request: FastifyRequest, credential: string, digest: string, remember: boolean): Promise<void> {
@@ -227,7 +230,12 @@ export default fp(
       caughtUp.then(confirm).then(() => done(), done);
     };
 
-    app.addHook('preParsing', (request, _reply, payload, done) => {
+    // Enforcement is the last onRequest hook of every route with an access level: after the
+    // global hooks (the request limits among them) and the route's own onRequest hooks, before
+    // the body is read, as a separate preParsing hook would be, without a hook phase of its own
+    // for every request. Routes marked `lockout` have no access level (`none`), so the lockout
+    // check (plugins/lockout.ts) never comes after it.
+    const enforcing = (request: FastifyRequest, _reply: unknown, done: (error?: Error) => void): void => {
       const confirmation = request.callerConfirmation;
       if (confirmation) {
         confirmation.whenSettled((error) => {
@@ -237,16 +245,23 @@ export default fp(
           } catch (refusal) {
             return done(refusal as Error);
           }
-          done(null, payload);
+          done();
         });
         return;
       }
       try {
         enforce(request);
-        done(null, payload);
       } catch (error) {
-        done(error as Error);
+        return done(error as Error);
       }
+      done();
+    };
+    app.addHook('onRoute', (route) => {
+      if ((route.config?.auth ?? 'user') === 'none') return;
+      const own = route.onRequest ? [route.onRequest].flat() : [];
+      // A GET route's HEAD twin is made from its options, enforcement already among them.
+      if (own.includes(enforcing as never)) return;
+      route.onRequest = [...own, enforcing] as typeof route.onRequest;
     });
   },
   { name: 'auth', dependencies: ['errors'] },

@@ -6,7 +6,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError, type ApiErrorCode } from '../../shared/errors.js';
 import { StoreConflictError, StoreUnavailableError } from '../../store/store.js';
 import { UnavailableLog } from '../unavailable-log.js';
-import { REQUEST_ID_HEADER } from './request-id.js';
+import { REQUEST_ID_HEADER, withRequestId } from './request-id.js';
 import { describeValidation, nulPath, type ValidationIssue } from './validation.js';
 
 function fastifyCode(error: FastifyError): ApiErrorCode | null {
@@ -121,7 +121,8 @@ export default fp(
     app.setErrorHandler((error: FastifyError | ApiError | Error, request, reply) => {
       if (error instanceof ApiError) {
         reply.headers(error.headers);
-        return reply.code(error.statusCode).send({ data: error.data, error: error.error, message: error.message });
+        const message = error.statusCode >= 500 ? withRequestId(error.message, request.id) : error.message;
+        return reply.code(error.statusCode).send({ data: error.data, error: error.error, message });
       }
       const fe = error as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
       if (fe.validation) {
@@ -139,7 +140,7 @@ export default fp(
         return reply.code(503).header('Retry-After', '5').send({
           data: null,
           error: API_ERRORS.STORAGE_UNAVAILABLE.error,
-          message: 'the store is unavailable; nothing was changed. Try again later.',
+          message: withRequestId('the store is unavailable; nothing was changed. Try again later.', request.id),
         });
       }
       const known = fastifyCode(fe);
@@ -151,12 +152,12 @@ export default fp(
             : known === 'INVALID_JSON'
               ? 'request body is not valid JSON'
               : fe.message;
-        return reply.code(status).send({ data: null, error: text, message });
+        return reply.code(status).send({ data: null, error: text, message: status >= 500 ? withRequestId(message, request.id) : message });
       }
       const status = fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500;
       if (status === 500) {
         request.log.error({ err: error }, 'unhandled error');
-        return reply.code(500).send({ data: null, error: API_ERRORS.INTERNAL.error, message: 'internal server error' });
+        return reply.code(500).send({ data: null, error: API_ERRORS.INTERNAL.error, message: withRequestId('internal server error', request.id) });
       }
       return reply.code(status).send({ data: null, error: API_ERRORS.BAD_REQUEST.error, message: fe.message });
     });

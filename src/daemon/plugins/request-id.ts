@@ -4,8 +4,6 @@
 // kept, so one id follows a request through a proxy; anything else is replaced.
 import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import fp from 'fastify-plugin';
-import type { FastifyInstance } from 'fastify';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -54,27 +52,14 @@ export function requestId(req: Pick<IncomingMessage, 'headers'>): string {
   return typeof sent === 'string' && VALID_ID.test(sent) ? sent : newRequestId();
 }
 
-/** A 5xx envelope's message with the request id appended; anything else unchanged. */
-export function withRequestId(payload: string, id: string): string {
-  try {
-    const envelope = JSON.parse(payload) as { data?: unknown; error?: unknown; message?: unknown };
-    if (!envelope || typeof envelope !== 'object' || typeof envelope.message !== 'string' || !('error' in envelope)) return payload;
-    envelope.message = `${envelope.message} (request id ${id})`;
-    return JSON.stringify(envelope);
-  } catch {
-    return payload;
-  }
+/**
+ * A 5xx answer's message with the request id appended, so a user can quote it. The errors
+ * plugin's handler, which makes every 5xx envelope, calls it; the id header itself is put on
+ * every answer by that plugin's onRequest hook. Naming the id where the envelope is made spares
+ * every other answer an onSend hook.
+ * @example
+ * withRequestId('internal server error', 'edge-42'); // 'internal server error (request id edge-42)'
+ */
+export function withRequestId(message: string, id: string): string {
+  return `${message} (request id ${id})`;
 }
-
-export default fp(
-  async function requestIds(app: FastifyInstance) {
-    // The header is put on the answer by the errors plugin's onRequest hook, the first of every
-    // request (one hook less per request), so answers refused by any hook carry the id too.
-    // Only a 5xx pays for the rewrite; its message is the daemon's own (5xx details are never leaked).
-    app.addHook('onSend', (request, reply, payload, done) => {
-      if (reply.statusCode < 500 || typeof payload !== 'string') return done(null, payload);
-      done(null, withRequestId(payload, request.id));
-    });
-  },
-  { name: 'request-id' },
-);
