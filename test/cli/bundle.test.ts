@@ -23,6 +23,25 @@ describe('the built CLI runs from its bundle', () => {
   const log = () => modules.file;
   /** Every module of ours the CLI loaded, relative to the repository: ES modules and CommonJS (and require(esm)) ones. */
   const loaded = () => modules.loaded();
+  /**
+   * A preload that notes in a file when `process[stream]` is first created (then restores its
+   * getter), and the environment that runs the CLI with it.
+   */
+  const probeStream = async (stream: 'stdout' | 'stderr'): Promise<{ created: string; probed: NodeJS.ProcessEnv }> => {
+    const created = join(dir, `${stream}.log`);
+    const probe = join(dir, `${stream}-probe.cjs`);
+    await writeFile(
+      probe,
+      `const own = Object.getOwnPropertyDescriptor(process, '${stream}');
+      Object.defineProperty(process, '${stream}', { configurable: true, enumerable: own.enumerable, get() {
+        require('node:fs').appendFileSync(${JSON.stringify(created)}, 'created\\n');
+        Object.defineProperty(process, '${stream}', own);
+        return own.get.call(process);
+      } });\n`,
+    );
+    await rm(created, { force: true });
+    return { created, probed: { ...env, NODE_OPTIONS: `--require=${probe}` } };
+  };
 
   beforeAll(async () => {
     daemon = await startDaemon();
@@ -51,19 +70,7 @@ describe('the built CLI runs from its bundle', () => {
   });
 
   it('keys list --json never creates process.stderr (a socket of its own on a pipe); an error still reaches it', async () => {
-    const created = join(dir, 'stderr.log');
-    const probe = join(dir, 'stderr-probe.cjs');
-    await writeFile(
-      probe,
-      `const own = Object.getOwnPropertyDescriptor(process, 'stderr');
-      Object.defineProperty(process, 'stderr', { configurable: true, enumerable: own.enumerable, get() {
-        require('node:fs').appendFileSync(${JSON.stringify(created)}, 'created\\n');
-        Object.defineProperty(process, 'stderr', own);
-        return own.get.call(process);
-      } });\n`,
-    );
-    const probed = { ...env, NODE_OPTIONS: `--require=${probe}` };
-    await rm(created, { force: true });
+    const { created, probed } = await probeStream('stderr');
     const result = await runCli(['keys', 'list', '--json'], { env: probed });
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual([]);
@@ -75,19 +82,7 @@ describe('the built CLI runs from its bundle', () => {
   });
 
   it('keys list --json writes its answer to a pipe without creating process.stdout; human output still uses the stream', async () => {
-    const created = join(dir, 'stdout.log');
-    const probe = join(dir, 'stdout-probe.cjs');
-    await writeFile(
-      probe,
-      `const own = Object.getOwnPropertyDescriptor(process, 'stdout');
-      Object.defineProperty(process, 'stdout', { configurable: true, enumerable: own.enumerable, get() {
-        require('node:fs').appendFileSync(${JSON.stringify(created)}, 'created\\n');
-        Object.defineProperty(process, 'stdout', own);
-        return own.get.call(process);
-      } });\n`,
-    );
-    const probed = { ...env, NODE_OPTIONS: `--require=${probe}` };
-    await rm(created, { force: true });
+    const { created, probed } = await probeStream('stdout');
     const expected = await runCli(['keys', 'list', '--json'], { env });
     const result = await runCli(['keys', 'list', '--json'], { env: probed });
     expect(result.stderr).toBe('');
