@@ -2,9 +2,12 @@
 // The CLI's loader. The CLI is src/cli, bundled by `npm run build` (run by `npm install`) into
 // one script, dist/cli-bundle/cli.js, with a V8 code cache beside it (cli.js.cache): compiled
 // here with that cache, the CLI starts without compiling commander and its own modules again
-// (scripts/build.mjs, docs/decisions/cli.md). dist/cli/ holds the same code unbundled (docs
-// generator, tests). This file is CommonJS (bin/package.json): an ES module entry would start
-// Node's ESM loader before anything needs it.
+// (scripts/build.mjs, docs/decisions/cli.md). The families of listing commands (`keys`,
+// `webhooks`, …) have a bundle of their own as well, cli.NAME.js, holding that family and what
+// it uses but no other family: a command of one runs from it, and reads and compiles a third of
+// the code. dist/cli/ holds the same code unbundled (docs generator, tests). This file is
+// CommonJS (bin/package.json): an ES module entry would start Node's ESM loader before anything
+// needs it.
 'use strict';
 const { readFileSync, statSync, writeFileSync } = require('node:fs');
 // Module.createRequire is node:module's createRequire; the public node:module would load parts of
@@ -14,31 +17,64 @@ const { join } = require('node:path');
 const vm = require('node:vm');
 
 const dir = join(__dirname, '..', 'dist', 'cli-bundle');
-const file = join(dir, 'cli.js');
-const cacheFile = `${file}.cache`;
-/** The cache file's header: the source's length (4 bytes), then cli.js's ctime when the cache was written (8). */
+/** The cache file's header: the source's length (4 bytes), then the bundle's ctime when the cache was written (8). */
 const HEADER = 12;
+/**
+ * The global options that take a value, long and short (src/cli/program.ts's root command;
+ * test/cli/bundle.test.ts fails if the two differ).
+ */
+const VALUE_OPTIONS = new Set(['--url', '--token', '--ca', '--data-dir']);
 
 /**
- * Compiles and runs cli.js, with the cache when it was made from this very source. The cache
- * file holds that source (after its header), then V8's data. When cli.js is the file the cache
- * was written for (same size and ctime: any write to it, or a copy, changes its ctime, which
- * nobody can set back), the source is taken from the cache file and cli.js is not read at all;
- * otherwise cli.js is read and compared with the cache's copy byte for byte (V8 itself checks
- * only the source's length). V8 ignores a cache from another Node version or other flags
- * (`script.cachedDataRejected`): the source is compiled then.
+ * The top-level command `args` (argv without node and script) names, as src/cli/program.ts's
+ * commandPath finds it: global options are skipped, with the value of one that takes a value;
+ * null when `--` or nothing comes first. Only chooses a bundle: commander parses the line.
  */
-function loadCli({ useCache = true } = {}) {
+function commandOf(args) {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') return null;
+    if (!arg.startsWith('-')) return arg;
+    if (VALUE_OPTIONS.has(arg)) i++;
+  }
+  return null;
+}
+
+/**
+ * The bundle that runs `args`: the named command's own when the build made one (a family the
+ * bundle holds: its program never needs another), else the whole CLI, which also serves help,
+ * unknown commands and everything else.
+ */
+function bundleFor(args) {
+  const name = commandOf(args);
+  if (name !== null && /^[a-z0-9]+$/.test(name)) {
+    const file = join(dir, `cli.${name}.js`);
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (stat) return { file, stat };
+  }
+  const file = join(dir, 'cli.js');
+  return { file, stat: statSync(file, { throwIfNoEntry: false }) };
+}
+
+/**
+ * Compiles and runs a bundle (`file`, default cli.js), with its cache when it was made from this
+ * very source. The cache file (FILE.cache) holds that source (after its header), then V8's data.
+ * When the bundle is the file the cache was written for (same size and ctime: any write to it,
+ * or a copy, changes its ctime, which nobody can set back), the source is taken from the cache
+ * file and the bundle is not read at all; otherwise it is read and compared with the cache's
+ * copy byte for byte (V8 itself checks only the source's length). V8 ignores a cache from
+ * another Node version or other flags (`script.cachedDataRejected`): the source is compiled then.
+ */
+function loadCli({ file = join(dir, 'cli.js'), stat = statSync(file, { throwIfNoEntry: false }), useCache = true } = {}) {
   let source;
   let cachedData;
-  if (useCache) {
+  if (useCache && stat) {
     try {
-      const cache = readFileSync(cacheFile);
+      const cache = readFileSync(`${file}.cache`);
       const length = cache.readUInt32LE(0);
       const end = HEADER + length;
       if (cache.length > end) {
-        const stat = statSync(file);
-        // The build writes cli.js in ASCII only: as written, its text is its bytes (latin1 copies them).
+        // The build writes its bundles in ASCII only: as written, their text is their bytes (latin1 copies them).
         if (stat.size === length && stat.ctimeMs === cache.readDoubleLE(4)) source = cache.latin1Slice(HEADER, end);
         else if (stat.size === length) {
           const bytes = readFileSync(file);
@@ -76,15 +112,17 @@ function loadCli({ useCache = true } = {}) {
 }
 
 /**
- * Run by scripts/build.mjs in a child process of its own: the code cache after `main` ran
- * `keys list --json` against a local HTTP server answering an empty list, so the cache holds the
- * code of the whole run (main, the request over node:http(s) and its callbacks, the exit), not
- * only what a fake transport reaches: a function missing from the cache is compiled at every start.
- * Written at exit (main ends the process), only when the command succeeded.
+ * Run by scripts/build.mjs in a child process of its own, once per bundle: the code cache of
+ * `file` after `main` ran `args` (a listing with --json, e.g. `keys list --json`) against a
+ * local HTTP server answering an empty list, so the cache holds the code of the whole run (main,
+ * the request over node:http(s) and its callbacks, the exit), not only what a fake transport
+ * reaches: a function missing from the cache is compiled at every start. Written at exit (main
+ * ends the process), only when the command succeeded.
  */
-function writeCodeCache() {
+function writeCodeCache(file, args) {
   const { ctimeMs } = statSync(file);
-  const { cli, script, source } = loadCli({ useCache: false });
+  const cacheFile = `${file}.cache`;
+  const { cli, script, source } = loadCli({ file, useCache: false });
   const server = require('node:http').createServer((_request, response) => {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end('{"data":[],"error":null,"message":""}');
@@ -100,9 +138,9 @@ function writeCodeCache() {
     });
     for (const name of ['PANELCTL_CA', 'PANEL_DATA_DIR', 'PANELCTL_TOKEN']) delete process.env[name];
     Object.assign(process.env, { PANELCTL_URL: `http://127.0.0.1:${server.address().port}`, PANELCTL_TOKEN: 'code-cache', PANELCTL_CONFIG_DIR: join(dir, 'no-config') });
-    cli.main(['node', 'panelctl', 'keys', 'list', '--json']);
+    cli.main(['node', 'panelctl', ...args]);
   });
 }
 
-if (require.main === module) loadCli().cli.main(process.argv);
-else module.exports = { loadCli, writeCodeCache };
+if (require.main === module) loadCli(bundleFor(process.argv.slice(2))).cli.main(process.argv);
+else module.exports = { loadCli, writeCodeCache, bundleFor, commandOf, VALUE_OPTIONS };

@@ -32,6 +32,22 @@ const daemonEntry = join(src, 'daemon', 'entry.ts');
 const daemonLoader = join(root, 'bin', 'daemon-loader.js');
 const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'bin/panelctl.js', 'bin/daemon-loader.js'].map((name) => join(root, name));
 
+/**
+ * The command families that get a bundle of their own beside the whole CLI's (cli.NAME.js:
+ * commander, the shared modules and that family, no other), each with the listing whose run
+ * makes its code cache. A command of one of them reads and compiles that bundle only, about a
+ * third of the whole (bin/panelctl.js picks it from argv); help, unknown commands and every
+ * other family run from cli.js. The families are those of one-shot API calls, each with a
+ * listing the cache's run can make against a server answering an empty list.
+ */
+const FAMILY_BUNDLES = {
+  keys: ['keys', 'list', '--json'],
+  webhooks: ['webhooks', 'list', '--json'],
+  sites: ['sites', 'list', '--json'],
+  subscriptions: ['subscriptions', 'list', '--json'],
+  users: ['users', 'list', '--json'],
+};
+
 /** The newest modification time under `dir`, directories included (they change when files come and go). */
 function newest(dir) {
   let latest = statSync(dir).mtimeMs;
@@ -86,7 +102,9 @@ const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json
   stdio: 'inherit',
 });
 if (result.status !== 0) process.exit(result.status ?? 1);
+rmSync(bundleDir, { recursive: true, force: true });
 await bundleCli();
+for (const [family, args] of Object.entries(FAMILY_BUNDLES)) await bundleCli({ family, args });
 await bundleDaemon();
 // Stamped with the time the build started: a file saved while tsc ran is newer, so the next
 // build compiles it.
@@ -141,11 +159,31 @@ function compiledPath(file) {
  * compiled with cached data cannot call import() itself on Node 20. `import.meta.url` in a CLI
  * source means the URL of that file's tsc output, as without the bundle.
  */
-async function bundleCli() {
+async function bundleCli({ family = null, args = ['keys', 'list', '--json'] } = {}) {
   const { build } = await import('esbuild');
+  const name = family ? `cli.${family}.js` : 'cli.js';
+  const program = join(cliSrc, 'program.ts');
+  let familyFound = false;
   const boundary = {
     name: 'panelctl-cli-boundary',
     setup(b) {
+      // A family's bundle: the program's table still names every top-level command (argv is
+      // read as in the whole CLI), but the modules of the others are not in it. The loader runs
+      // this bundle only for a command of this family, so the program never loads another.
+      if (family) {
+        b.onResolve({ filter: /^\.\/commands\// }, (args) => {
+          if (args.importer !== program || args.kind !== 'dynamic-import') return undefined;
+          if (args.path === `./commands/${family}/index.js`) {
+            familyFound = true;
+            return undefined;
+          }
+          return { path: args.path, namespace: 'panelctl-other-family' };
+        });
+        b.onLoad({ filter: /.*/, namespace: 'panelctl-other-family' }, (args) => ({
+          contents: `throw new Error(${JSON.stringify(`panelctl: the ${family} bundle does not hold ${args.path} (bin/panelctl.js chose the wrong bundle)`)});`,
+          loader: 'js',
+        }));
+      }
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return undefined;
         if (args.namespace === 'panelctl-lazy' || args.namespace === 'panelctl-lazy-builtin' || args.namespace === 'panelctl-daemon') return { path: args.path, external: true };
@@ -219,10 +257,9 @@ async function bundleCli() {
       });
     },
   };
-  rmSync(bundleDir, { recursive: true, force: true });
   const result = await build({
     entryPoints: [join(cliSrc, 'main.ts')],
-    outfile: join(bundleDir, 'cli.js'),
+    outfile: join(bundleDir, name),
     bundle: true,
     format: 'cjs',
     platform: 'node',
@@ -240,11 +277,12 @@ async function bundleCli() {
     write: false,
     logLevel: 'warning',
   });
+  if (family && !familyFound) throw new Error(`cli bundle: src/cli/program.ts no longer imports ./commands/${family}/index.js: update FAMILY_BUNDLES`);
   const [output] = result.outputFiles;
   const imports = Object.values(result.metafile.outputs)[0].imports.filter((i) => i.kind === 'dynamic-import' && i.external);
   mkdirSync(bundleDir, { recursive: true });
-  writeFileSync(join(bundleDir, 'cli.js'), wrapCli(leanInitialisers(output.text), imports));
-  writeCodeCache();
+  writeFileSync(join(bundleDir, name), wrapCli(leanInitialisers(output.text), imports));
+  writeCodeCache(join(bundleDir, name), args);
 }
 
 /**
@@ -352,10 +390,10 @@ function wrapCli(text, imports) {
  * another Node version or other flags, and the loader then compiles the source. The file starts
  * with the source it belongs to (see bin/panelctl.js). The run's stdout (its JSON) is dropped.
  */
-function writeCodeCache() {
+function writeCodeCache(file, args) {
   const loader = JSON.stringify(join(root, 'bin', 'panelctl.js'));
-  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache()`], { stdio: ['ignore', 'pipe', 'inherit'] });
-  if (result.status !== 0 || !existsSync(join(bundleDir, 'cli.js.cache'))) throw new Error('cli bundle: writing the code cache failed');
+  const result = spawnSync(process.execPath, ['-e', `require(${loader}).writeCodeCache(${JSON.stringify(file)}, ${JSON.stringify(args)})`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  if (result.status !== 0 || !existsSync(`${file}.cache`)) throw new Error(`cli bundle: writing the code cache of ${basename(file)} failed`);
 }
 
 /**
