@@ -352,6 +352,16 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
     const panel = [];
     const peer = [];
     const older = [];
+    // The state of graphile-worker's jobs table after each of its rounds: its rate falls as the
+    // table's dead rows pile up between autovacuums (docs/PERFORMANCE.md), which the run shows.
+    const peerTable = [];
+    const jobsTable = async () => {
+      const { rows } = await (await statsOf(workerUrl)).query(
+        `SELECT n_dead_tup::float8 AS dead, autovacuum_count::float8 AS autovacuums, pg_total_relation_size(relid)::float8 AS bytes
+         FROM pg_stat_user_tables WHERE schemaname = 'graphile_worker' AND relname = '_private_jobs'`,
+      );
+      return rows[0] ?? null;
+    };
     for (let round = 0; round < rounds; round++) {
       log(`graphile: panelctl (round ${round + 1})…`);
       panel.push(await panelRound(events));
@@ -361,9 +371,12 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
       }
       log(`graphile: graphile-worker (round ${round + 1})…`);
       peer.push(await workerRound(events));
+      peerTable.push(await jobsTable());
+      const table = peerTable.at(-1);
       log(
         `graphile round ${round + 1}: panelctl ${Math.round(panel.at(-1).rate)}/s${other ? `, other build ${Math.round(older.at(-1).rate)}/s` : ''}, graphile-worker ${Math.round(peer.at(-1).rate)}/s` +
-          (counting ? ` (statements per delivery ${panel.at(-1).statements.toFixed(2)}${other ? ` / ${older.at(-1).statements.toFixed(2)}` : ''} / ${peer.at(-1).statements.toFixed(2)})` : ''),
+          (counting ? ` (statements per delivery ${panel.at(-1).statements.toFixed(2)}${other ? ` / ${older.at(-1).statements.toFixed(2)}` : ''} / ${peer.at(-1).statements.toFixed(2)})` : '') +
+          (table ? `; its jobs table: ${table.dead} dead rows, ${(table.bytes / 2 ** 20).toFixed(0)} MB, ${table.autovacuums} autovacuums so far` : ''),
       );
     }
     const ratios = (key, a, b) => {
@@ -385,6 +398,7 @@ export async function benchGraphile(adminUrl, { events, endpoints, rounds, log =
       cpu: ratios('cpuMs', panel, peer),
       dbCpu: ratios('dbCpuMs', panel, peer),
       rounds: panel.map((r, i) => [r.rate, peer[i].rate]),
+      peerTable,
       ...(other ? { other: { root: otherRoot, ...summary(older), rate: ratios('rate', older, peer), vsPanel: ratios('rate', older, panel) } } : {}),
     };
   } finally {
