@@ -158,6 +158,9 @@ function compiledPath(file) {
  * their `import()`s stay real imports, made by the loader (see bin/panelctl.js): a script
  * compiled with cached data cannot call import() itself on Node 20. `import.meta.url` in a CLI
  * source means the URL of that file's tsc output, as without the bundle.
+ *
+ * With `family` (FAMILY_BUNDLES above), the same script with that family's commands and none of
+ * the others', dist/cli-bundle/cli.FAMILY.js; `args` is the command whose run makes the cache.
  */
 async function bundleCli({ family = null, args = ['keys', 'list', '--json'] } = {}) {
   const { build } = await import('esbuild');
