@@ -3,8 +3,8 @@
 // tsc, unless dist/ is current. Current means: a previous build finished (dist/.build-stamp) and
 // nothing it depends on changed since it started: no file or directory under src/ is newer (a
 // new, edited, renamed or deleted file changes one), and tsconfig.json, package.json,
-// package-lock.json, this script and the CLI's loader (bin/panelctl.js, which runs the bundle
-// and writes its code cache) hold what they held (compared by content: `npm install` rewrites
+// package-lock.json, this script and its bundle-names.mjs, and the CLI's loader (bin/panelctl.js,
+// which runs the bundle and writes its code cache) hold what they held (compared by content: `npm install` rewrites
 // the lockfile even when nothing changed). Even an incremental tsc parses every source and type
 // file (about 1000) before finding nothing to do; this check reads modification times and five files.
 // `--force` (npm run build -- --force) builds whatever the times say; so does removing dist/.
@@ -20,6 +20,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { inferredNames } from './bundle-names.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
@@ -30,7 +31,7 @@ const bundleDir = join(root, 'dist', 'cli-bundle');
 const daemonBundleDir = join(root, 'dist', 'daemon-bundle');
 const daemonEntry = join(src, 'daemon', 'entry.ts');
 const daemonLoader = join(root, 'bin', 'daemon-loader.js');
-const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'bin/panelctl.js', 'bin/daemon-loader.js'].map((name) => join(root, name));
+const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'scripts/bundle-names.mjs', 'bin/panelctl.js', 'bin/daemon-loader.js'].map((name) => join(root, name));
 
 /**
  * The command families that get a bundle of their own beside the whole CLI's (cli.NAME.js:
@@ -284,7 +285,7 @@ async function bundleCli({ family = null, args = ['keys', 'list', '--json'] } = 
   const [output] = result.outputFiles;
   const imports = Object.values(result.metafile.outputs)[0].imports.filter((i) => i.kind === 'dynamic-import' && i.external);
   mkdirSync(bundleDir, { recursive: true });
-  writeFileSync(join(bundleDir, name), wrapCli(leanInitialisers(output.text), imports));
+  writeFileSync(join(bundleDir, name), wrapCli(leanInitialisers(inferredNames(output.text)), imports));
   writeCodeCache(join(bundleDir, name), args);
 }
 
