@@ -178,7 +178,8 @@ describe('the per-address connection cap', () => {
     // The server sees the close a moment after the client: retry until the slot is free.
     const again = await vi.waitFor(() => connectTls(daemon, '127.0.0.2'), { timeout: 5_000, interval: 50 });
     sockets.push(again.socket);
-    expect(daemon.output()).toMatch(/client 127\.0\.0\.2 holds 3 connections, the most one address may/);
+    // The refusal's log line reaches the daemon's output on its own time, after the refused client saw the close.
+    await vi.waitFor(() => expect(daemon.output()).toMatch(/client 127\.0\.0\.2 holds 3 connections, the most one address may/), { timeout: 5_000, interval: 50 });
     // The held connections are still usable.
     held[1].socket.write('GET /api/v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n');
     await until('an answer on a held connection', () => (held[1].received().includes('"status":"ok"') ? true : undefined));
