@@ -29,6 +29,9 @@ const cacheRejected = (loaderFile: string, file: string) =>
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '' },
   });
+/** The CLI of a copied tree (`copy`, holding bin/ and dist/cli-bundle/) run with `args`, without the module log. */
+const runCopy = (copy: string, args: string[]) =>
+  spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), ...args], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
 
 describe('the built CLI runs from its bundle', () => {
   let daemon: TestDaemon;
@@ -161,7 +164,7 @@ describe('the built CLI runs from its bundle', () => {
     const before = 'create, list and delete API keys';
     const after = 'CREATE, LIST AND DELETE API KEYS';
     await writeFile(join(copy, 'dist/cli-bundle/cli.keys.js'), keys.replace(before, after));
-    const run = (...args: string[]) => spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), ...args], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    const run = (...args: string[]) => runCopy(copy, args);
     for (const args of [['keys', '--help'], ['--json', 'keys', '--help'], ['--url', 'https://127.0.0.1:1', 'keys', '--help']]) {
       expect(run(...args).stdout, args.join(' ')).toContain(after);
     }
@@ -216,12 +219,8 @@ describe('the built CLI runs from its bundle', () => {
   it('a copy of the bundle (a cli.js of another ctime than the cache names) still uses the cache once its source compares equal', async () => {
     const copy = join(dir, 'same');
     await cp(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
-    await cp(join(ROOT, 'dist/cli-bundle'), join(copy, 'dist/cli-bundle'), { recursive: true });
-    const loader = JSON.stringify(join(copy, 'bin/panelctl.js'));
-    const child = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${loader}).loadCli().script.cachedDataRejected))`], {
-      encoding: 'utf8',
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
+    await cp(BUNDLES, join(copy, 'dist/cli-bundle'), { recursive: true });
+    const child = cacheRejected(join(copy, 'bin/panelctl.js'), join(copy, 'dist/cli-bundle/cli.js'));
     expect(child.stderr).toBe('');
     expect(child.stdout).toBe('false');
   });
@@ -239,7 +238,7 @@ describe('the built CLI runs from its bundle', () => {
     const after = 'CREATE, LIST AND DELETE API KEYS';
     expect(source).toContain(before);
     await writeFile(file, source.replace(before, after));
-    const child = spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), ...args], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    const child = runCopy(copy, args);
     expect(child.stdout).toContain(after);
     expect(child.status).toBe(0);
   });
@@ -260,7 +259,7 @@ describe('the built CLI runs from its bundle', () => {
       const child = cacheRejected(join(copy, 'bin/panelctl.js'), file);
       expect(child.stderr).toBe('');
       expect(child.stdout, `cache cut at ${length} bytes`).not.toBe('false');
-      const help = spawnSync(process.execPath, [join(copy, 'bin/panelctl.js'), ...args], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+      const help = runCopy(copy, args);
       expect(help.stdout).toContain('create, list and delete API keys');
       expect(help.status).toBe(0);
     }
