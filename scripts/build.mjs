@@ -2,24 +2,24 @@
 // `npm run build` (and `prepare`, which every `npm install` runs): compiles src/ to dist/ with
 // tsc, unless dist/ is current. Current means: a previous build finished (dist/.build-stamp) and
 // nothing it depends on changed since it started: no file or directory under src/ is newer (a
-// new, edited, renamed or deleted file changes one), and tsconfig.json, package.json,
-// package-lock.json, this script and its bundle-names.mjs, and the CLI's loader (bin/panelctl.js,
-// which runs the bundle and writes its code cache) hold what they held (compared by content: `npm install` rewrites
-// the lockfile even when nothing changed). Even an incremental tsc parses every source and type
-// file (about 1000) before finding nothing to do; this check reads modification times and five files.
+// new, edited, renamed or deleted file changes one), and the build inputs (build-inputs.mjs:
+// tsconfig.json, package.json, package-lock.json, these scripts and the loaders) hold what they
+// held (compared by content: `npm install` rewrites the lockfile even when nothing changed).
+// Even an incremental tsc parses every source and type file (about 1000) before finding nothing
+// to do; this check reads modification times and the inputs.
 // `--force` (npm run build -- --force) builds whatever the times say; so does removing dist/.
 //
 // After tsc, the CLI is bundled with esbuild into dist/cli-bundle/ (what bin/panelctl.js runs):
 // see bundleCli below and docs/decisions/cli.md; then the daemon into dist/daemon-bundle/ (what
 // `daemon start` runs, through bin/daemon-loader.js): see bundleDaemon and docs/decisions/daemon-start.md.
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { inputsDigest } from './build-inputs.mjs';
 import { inferredNames } from './bundle-names.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,7 +31,6 @@ const bundleDir = join(root, 'dist', 'cli-bundle');
 const daemonBundleDir = join(root, 'dist', 'daemon-bundle');
 const daemonEntry = join(src, 'daemon', 'entry.ts');
 const daemonLoader = join(root, 'bin', 'daemon-loader.js');
-const inputs = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'scripts/bundle-names.mjs', 'bin/panelctl.js', 'bin/daemon-loader.js'].map((name) => join(root, name));
 
 /**
  * The command families that get a bundle of their own beside the whole CLI's (cli.NAME.js:
@@ -59,20 +58,6 @@ function newest(dir) {
   return latest;
 }
 
-/** One digest of the build's configuration files. */
-function inputsDigest() {
-  const hash = createHash('sha256');
-  for (const path of inputs) {
-    try {
-      hash.update(readFileSync(path));
-    } catch {
-      hash.update('(missing)');
-    }
-    hash.update('\0');
-  }
-  return hash.digest('hex');
-}
-
 function mtime(path) {
   try {
     return statSync(path).mtimeMs;
@@ -82,7 +67,7 @@ function mtime(path) {
 }
 
 const built = mtime(stamp);
-const digest = inputsDigest();
+const digest = inputsDigest(root);
 const force = process.argv.includes('--force');
 if (!force && built !== null) {
   let recorded = '';
