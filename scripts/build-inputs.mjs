@@ -9,9 +9,14 @@ import { join } from 'node:path';
 /** The files besides src/ that a build depends on, relative to the repository's root. */
 export const BUILD_INPUTS = ['tsconfig.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'scripts/build-inputs.mjs', 'scripts/bundle-names.mjs', 'bin/panelctl.js', 'bin/daemon-loader.js'];
 
-/** One digest of the build inputs' contents under `root` (a missing file counts as missing). */
+/**
+ * One digest of the build inputs' contents under `root` (a missing file counts as missing) and of
+ * the Node that builds: the V8 code caches beside the bundles are only accepted by the V8 that
+ * made them, so another Node version builds again.
+ */
 export function inputsDigest(root) {
   const hash = createHash('sha256');
+  hash.update(`${process.version} ${process.arch}\0`);
   for (const name of BUILD_INPUTS) {
     try {
       hash.update(readFileSync(join(root, name)));

@@ -4,7 +4,8 @@
 // nothing it depends on changed since it started: no file or directory under src/ is newer (a
 // new, edited, renamed or deleted file changes one), and the build inputs (build-inputs.mjs:
 // tsconfig.json, package.json, package-lock.json, these scripts and the loaders) hold what they
-// held (compared by content: `npm install` rewrites the lockfile even when nothing changed).
+// held (compared by content: `npm install` rewrites the lockfile even when nothing changed), and
+// the same Node builds (the code caches are only accepted by the V8 that made them).
 // Even an incremental tsc parses every source and type file (about 1000) before finding nothing
 // to do; this check reads modification times and the inputs.
 // `--force` (npm run build -- --force) builds whatever the times say; so does removing dist/.
