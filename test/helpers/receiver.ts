@@ -200,3 +200,21 @@ export async function startReceiver(tls: Pick<ReceiverTls, 'cert' | 'key'>, hand
   };
   return receiver;
 }
+
+/**
+ * How many requests a receiver has had for each `data.schedule_id` of their bodies (the events
+ * the reliability and soak tests publish), each request parsed once however often it is asked:
+ * those tests ask about every event while thousands arrive, in the process that runs the
+ * receivers, and parsing every request at every question stalled the receivers.
+ */
+export function scheduleCounter(receiver: Receiver): (scheduleId: number) => number {
+  const counts = new Map<number, number>();
+  let counted = 0;
+  return (scheduleId) => {
+    for (; counted < receiver.requests.length; counted++) {
+      const id = (JSON.parse(receiver.requests[counted].body) as { data: { schedule_id: number } }).data.schedule_id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    return counts.get(scheduleId) ?? 0;
+  };
+}

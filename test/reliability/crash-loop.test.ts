@@ -4,7 +4,7 @@
 // completed at least once, including retries that were pending at a kill.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listAll, startLoggedIn, type TestDaemon } from '../helpers/daemon.js';
-import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { makeReceiverTls, scheduleCounter, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 // `npm test` runs a short loop; `npm run soak` runs the full 20 rounds.
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 6);
@@ -45,24 +45,6 @@ afterAll(async () => {
   await tls?.dispose();
 });
 
-/**
- * How many requests a receiver has had for each schedule_id, each request parsed once. The wait
- * below asks about every event every 50 ms, in the process that runs the receivers: parsing every
- * request for every event there stalled the receivers for seconds once the run had a few thousand
- * of each, and the daemon's attempts timed out against them.
- */
-function hitCounter(receiver: Receiver): (scheduleId: number) => number {
-  const counts = new Map<number, number>();
-  let counted = 0;
-  return (scheduleId) => {
-    for (; counted < receiver.requests.length; counted++) {
-      const id = (JSON.parse(receiver.requests[counted].body) as { data: { schedule_id: number } }).data.schedule_id;
-      counts.set(id, (counts.get(id) ?? 0) + 1);
-    }
-    return counts.get(scheduleId) ?? 0;
-  };
-}
-
 describe('crash loop', () => {
   it(`survives ${ROUNDS} SIGKILLs under load without losing acknowledged work`, async () => {
     let seq = 0;
@@ -100,8 +82,8 @@ describe('crash loop', () => {
     }
 
     // Every accepted event reaches the healthy receiver and, after its retry, the flaky one.
-    const goodHits = hitCounter(good);
-    const flakyHits = hitCounter(flaky);
+    const goodHits = scheduleCounter(good);
+    const flakyHits = scheduleCounter(flaky);
     await vi.waitFor(
       () => {
         const pending = [...ackedEvents].filter((n) => goodHits(n) < 1 || flakyHits(n) < 2);

@@ -9,7 +9,7 @@ import { request, Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS } from '../../src/shared/webhook-protocol.js';
 import { listAll, startLoggedIn, type HttpResult, type TestDaemon } from '../helpers/daemon.js';
-import { makeReceiverTls, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
+import { makeReceiverTls, scheduleCounter, startReceiver, type Receiver, type ReceiverTls } from '../helpers/receiver.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 /** A ceiling on the daemon's resident memory at any sample. */
@@ -37,16 +37,6 @@ function slope(points: Array<[number, number]>): number {
   const num = points.reduce((s, p) => s + (p[0] - mx) * (p[1] - my), 0);
   const den = points.reduce((s, p) => s + (p[0] - mx) ** 2, 0);
   return den === 0 ? 0 : num / den;
-}
-
-/** The schedule_id of each request a receiver got, counted. */
-function countsBySchedule(receiver: Receiver): Map<number, number> {
-  const counts = new Map<number, number>();
-  for (const r of receiver.requests) {
-    const id = JSON.parse(r.body).data.schedule_id as number;
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
 }
 
 beforeAll(async () => {
@@ -134,13 +124,13 @@ describe('soak', () => {
     // Every accepted event: delivered to the healthy endpoint, and attempted to the end (first
     // attempt and retry, then failed) at the failing one. One generous bound for the backlog.
     const deadline = Date.now() + 180_000;
+    const good = scheduleCounter(healthy);
+    const bad = scheduleCounter(failing);
     let undelivered: number[] = [];
     let unfinished: number[] = [];
     for (;;) {
-      const good = countsBySchedule(healthy);
-      const bad = countsBySchedule(failing);
-      undelivered = [...ackedEvents].filter((i) => !good.get(i));
-      unfinished = [...ackedEvents].filter((i) => (bad.get(i) ?? 0) < MAX_ATTEMPTS);
+      undelivered = [...ackedEvents].filter((i) => good(i) === 0);
+      unfinished = [...ackedEvents].filter((i) => bad(i) < MAX_ATTEMPTS);
       if ((!undelivered.length && !unfinished.length) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
